@@ -1,0 +1,21 @@
+"""Metrics for latent and causal-structure recovery (pure numpy/scipy)."""
+
+from identrep.metrics._causal import causal_accuracy, causal_scores, match_latents
+from identrep.metrics._mcc import (
+    correlation_matrix,
+    cross_seed_mcc,
+    mcc,
+    mcc_per_task,
+    weak_mcc,
+)
+
+__all__ = [
+    "causal_accuracy",
+    "causal_scores",
+    "correlation_matrix",
+    "cross_seed_mcc",
+    "match_latents",
+    "mcc",
+    "mcc_per_task",
+    "weak_mcc",
+]

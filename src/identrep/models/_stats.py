@@ -1,0 +1,161 @@
+"""Per-task sufficient statistics of the MTLCM likelihood (numpy, one streaming pass).
+
+For task t with observations (x_i, y_i) the MTLCM log-likelihood depends on the data
+only through the count n_t, the means, and the *centred* scatters
+
+    S_xx = sum (x - xbar)(x - xbar)^T,  s_xy = sum (x - xbar)(y - ybar),
+    s_yy = sum (y - ybar)^2.
+
+They are accumulated chunk by chunk with Chan et al.'s pairwise update, which is
+exact and numerically stable, so memory is O(T p^2) whatever the number of samples.
+Tasks observed on the same rows of ``X`` (wide data without missing values) share
+their x-statistics, which are then computed once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from identrep.utils.validation import MultiTaskArrays
+
+
+@dataclass(frozen=True)
+class TaskStats:
+    """Centred sufficient statistics of every task.
+
+    Attributes
+    ----------
+    n : ndarray of shape (n_tasks,)
+    x_mean : ndarray of shape (n_tasks, n_features)
+    y_mean : ndarray of shape (n_tasks,)
+    Sxx : ndarray of shape (n_tasks, n_features, n_features)
+    sxy : ndarray of shape (n_tasks, n_features)
+    syy : ndarray of shape (n_tasks,)
+    """
+
+    n: np.ndarray
+    x_mean: np.ndarray
+    y_mean: np.ndarray
+    Sxx: np.ndarray
+    sxy: np.ndarray
+    syy: np.ndarray
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.n)
+
+    def recentre(self, x_centre: np.ndarray, y_centre: np.ndarray) -> TaskStats:
+        """Statistics of the same data centred at given per-task points instead."""
+        dx = self.x_mean - x_centre
+        dy = self.y_mean - y_centre
+        n = self.n
+        return TaskStats(
+            n=n,
+            x_mean=np.asarray(x_centre, dtype=float).copy(),
+            y_mean=np.asarray(y_centre, dtype=float).copy(),
+            Sxx=self.Sxx + n[:, None, None] * dx[:, :, None] * dx[:, None, :],
+            sxy=self.sxy + n[:, None] * dx * dy[:, None],
+            syy=self.syy + n * dy**2,
+        )
+
+    def residual_covariances(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-task regression of x on y: slopes b_t (T, p) and residual covariances
+        R_t = (S_xx - s_xy s_xy^T / s_yy) / n_t, shape (T, p, p)."""
+        b = self.sxy / self.syy[:, None]
+        R = (self.Sxx - b[:, :, None] * self.sxy[:, None, :]) / self.n[:, None, None]
+        return b, 0.5 * (R + R.transpose(0, 2, 1))
+
+
+def _merge(acc, n_b, mx_b, my_b, Mxx_b, Mxy_b, myy_b):
+    """Chan et al. merge of a chunk's centred statistics into the accumulator."""
+    if acc is None:
+        return [n_b, mx_b, my_b, Mxx_b, Mxy_b, myy_b]
+    n_a, mx_a, my_a, Mxx_a, Mxy_a, myy_a = acc
+    n = n_a + n_b
+    dx = mx_b - mx_a
+    dy = my_b - my_a
+    f = n_a * n_b / n
+    return [
+        n,
+        mx_a + dx * (n_b / n),
+        my_a + dy * (n_b / n),
+        Mxx_a + Mxx_b + f * np.outer(dx, dx),
+        Mxy_a + Mxy_b + f * np.outer(dx, dy),
+        myy_a + myy_b + f * dy**2,
+    ]
+
+
+def _group_stats(X: np.ndarray, rows: np.ndarray, Yg: np.ndarray, chunk_size: int):
+    """Statistics of one group of tasks sharing ``rows``; ``Yg`` is (len(rows), g)."""
+    acc = None
+    for start in range(0, len(rows), chunk_size):
+        r = rows[start : start + chunk_size]
+        Xc = X[r]
+        Yc = Yg[start : start + chunk_size]
+        mx = Xc.mean(axis=0)
+        my = Yc.mean(axis=0)
+        Xc = Xc - mx
+        Yc = Yc - my
+        acc = _merge(
+            acc,
+            float(len(r)),
+            mx,
+            my,
+            Xc.T @ Xc,
+            Xc.T @ Yc,
+            np.einsum("ij,ij->j", Yc, Yc),
+        )
+    return acc
+
+
+def task_statistics(data: MultiTaskArrays, *, chunk_size: int = 65536) -> TaskStats:
+    """Build :class:`TaskStats` from validated multi-task data in one pass.
+
+    Parameters
+    ----------
+    data : MultiTaskArrays
+        Output of :func:`identrep.utils.validation.check_multitask`.
+    chunk_size : int
+        Rows of ``X`` held in memory at once per task group.
+
+    Returns
+    -------
+    TaskStats
+    """
+    T, p = data.n_tasks, data.X.shape[1]
+    order = np.argsort(data.task_ids, kind="stable")
+    counts = data.counts()
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    n = counts.astype(float)
+    x_mean = np.empty((T, p))
+    y_mean = np.empty(T)
+    Sxx = np.empty((T, p, p))
+    sxy = np.empty((T, p))
+    syy = np.empty(T)
+
+    # group tasks observed on identical rows (wide data): x-statistics computed once
+    groups: dict[bytes, list[int]] = {}
+    task_rows = []
+    for t in range(T):
+        idx = order[bounds[t] : bounds[t + 1]]
+        r = data.rows[idx]
+        if data.layout == "long":
+            key = t.to_bytes(8, "little")  # long rows are distinct per task
+        else:
+            key = r.tobytes()
+        groups.setdefault(key, []).append(t)
+        task_rows.append((idx, r))
+    for tasks in groups.values():
+        idx0, r0 = task_rows[tasks[0]]
+        if len(tasks) == 1:
+            Yg = data.y[idx0][:, None]
+        else:
+            Yg = np.stack([data.y[task_rows[t][0]] for t in tasks], axis=1)
+        _, mx, my, Mxx, Mxy, myy = _group_stats(data.X, r0, Yg, chunk_size)
+        for j, t in enumerate(tasks):
+            x_mean[t], y_mean[t] = mx, my[j]
+            Sxx[t], sxy[t], syy[t] = Mxx, Mxy[:, j], myy[j]
+    Sxx = 0.5 * (Sxx + Sxx.transpose(0, 2, 1))
+    return TaskStats(n=n, x_mean=x_mean, y_mean=y_mean, Sxx=Sxx, sxy=sxy, syy=syy)

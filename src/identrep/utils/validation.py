@@ -1,0 +1,333 @@
+"""Input validation for every public entry point.
+
+All checks raise :class:`~identrep.exceptions.DataError` (a ``ValueError``) for a bad
+value or shape and ``TypeError`` for a bad type. Messages name the input, what was
+expected, what came, and how to fix it.
+
+Multi-task data are accepted in two layouts (DESIGN.md section 2):
+
+* long: ``X`` (n_samples, n_features), ``y`` (n_samples,), ``task_ids`` (n_samples,);
+* wide: ``X`` (n_samples, n_features), ``Y`` (n_samples, n_tasks) with NaN = unobserved.
+
+Both are turned into a :class:`MultiTaskArrays` view that stores ``X`` once and
+indexes it by ``rows``, so a wide data set with many tasks is never copied per task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from identrep.exceptions import DataError
+
+__all__ = [
+    "MultiTaskArrays",
+    "check_array",
+    "check_multitask",
+    "check_task_ids",
+    "encode_task_ids",
+    "long_to_wide",
+    "wide_to_long",
+]
+
+
+def _first_bad(mask: np.ndarray) -> str:
+    idx = np.argwhere(mask)[0]
+    if idx.size == 1:
+        return f"index {int(idx[0])}"
+    return f"row {int(idx[0])}, column {int(idx[1])}"
+
+
+def check_array(
+    a,
+    name: str = "X",
+    *,
+    ndim: int = 2,
+    dtype=np.float64,
+    allow_nan: bool = False,
+    min_rows: int = 1,
+) -> np.ndarray:
+    """Convert ``a`` to a numeric array of ``ndim`` dimensions with finite values.
+
+    Parameters
+    ----------
+    a : array-like or pandas object
+    name : str
+        Name of the input, used in error messages.
+    ndim : int
+        Required number of dimensions (1 or 2).
+    dtype : numpy dtype
+        Output dtype.
+    allow_nan : bool
+        If True NaN is allowed (meaning "missing"); infinities never are.
+    min_rows : int
+        Minimum number of rows.
+
+    Returns
+    -------
+    ndarray of shape matching ``a``, dtype ``dtype``.
+    """
+    if hasattr(a, "to_numpy"):
+        a = a.to_numpy()
+    try:
+        arr = np.asarray(a)
+    except Exception as exc:  # ragged lists and the like
+        raise DataError(f"{name} could not be converted to an array: {exc}") from exc
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        try:
+            arr = arr.astype(dtype)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"{name} must be numeric; got dtype {arr.dtype} ({exc})."
+            ) from exc
+    arr = np.asarray(arr, dtype=dtype)
+    if arr.ndim != ndim:
+        want = "(n_samples,)" if ndim == 1 else "(n_samples, n_features)"
+        raise DataError(
+            f"{name} must be a {ndim}-D array of shape {want}; got shape {arr.shape}."
+            + (
+                " Reshape a single feature with X.reshape(-1, 1)."
+                if arr.ndim == 1
+                else ""
+            )
+        )
+    if arr.shape[0] < min_rows:
+        raise DataError(
+            f"{name} must have at least {min_rows} row(s); got {arr.shape[0]}."
+        )
+    if ndim == 2 and arr.shape[1] == 0:
+        raise DataError(f"{name} must have at least one column; got shape {arr.shape}.")
+    bad = ~np.isfinite(arr)
+    if allow_nan:
+        bad &= ~np.isnan(arr)
+    if bad.any():
+        what = "infinite" if allow_nan else "non-finite (NaN or inf)"
+        raise DataError(
+            f"{name} contains {int(bad.sum())} {what} value(s) (first at "
+            f"{_first_bad(bad)}); drop or impute them before fitting."
+        )
+    return arr
+
+
+def encode_task_ids(task_ids, n_samples: int, *, name: str = "task_ids"):
+    """Map arbitrary task labels to codes 0..T-1.
+
+    Returns
+    -------
+    codes : ndarray of shape (n_samples,), int64
+    labels : ndarray of shape (n_tasks,)
+        The sorted distinct labels; ``labels[codes] == task_ids``.
+    """
+    if hasattr(task_ids, "to_numpy"):
+        task_ids = task_ids.to_numpy()
+    t = np.asarray(task_ids)
+    if t.ndim != 1 or t.shape[0] != n_samples:
+        raise DataError(
+            f"{name} must have shape ({n_samples},) to match X; got {t.shape}."
+        )
+    if t.dtype.kind == "f":
+        if not np.all(np.isfinite(t)):
+            raise DataError(f"{name} contains NaN or inf; every sample needs a task.")
+        if not np.all(t == np.round(t)):
+            raise TypeError(
+                f"{name} must be integers or labels (str); got non-integral floats "
+                f"such as {t[t != np.round(t)][0]!r}."
+            )
+        t = t.astype(np.int64)
+    if t.dtype.kind not in "iuUSOb":
+        raise TypeError(
+            f"{name} must be integers or string labels; got dtype {t.dtype}."
+        )
+    labels, codes = np.unique(t, return_inverse=True)
+    return codes.astype(np.int64).reshape(-1), labels
+
+
+def check_task_ids(task_ids, n_samples: int, known_tasks: np.ndarray) -> np.ndarray:
+    """Codes of ``task_ids`` in a fitted model's ``known_tasks``; unknown ids raise.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,), int64 codes into ``known_tasks``.
+    """
+    if hasattr(task_ids, "to_numpy"):
+        task_ids = task_ids.to_numpy()
+    t = np.asarray(task_ids)
+    if t.ndim != 1 or t.shape[0] != n_samples:
+        raise DataError(
+            f"task_ids must have shape ({n_samples},) to match X; got {t.shape}."
+        )
+    known = np.asarray(known_tasks)
+    if t.dtype.kind == "f" and known.dtype.kind in "iu":
+        t = t.astype(np.int64)
+    pos = np.searchsorted(known, t)
+    pos = np.clip(pos, 0, len(known) - 1)
+    ok = known[pos] == t
+    if not np.all(ok):
+        bad = np.unique(t[~ok])
+        raise DataError(
+            f"task_ids contains {bad.size} task id(s) unseen during fit "
+            f"(first: {bad[:5].tolist()}); the model knows {len(known)} tasks "
+            f"({known[:5].tolist()}{', ...' if len(known) > 5 else ''})."
+        )
+    return pos.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class MultiTaskArrays:
+    """Validated multi-task data in long form without copying ``X`` per task.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_rows, n_features)
+    y : ndarray of shape (n_obs,)
+        Targets of the observed (row, task) pairs.
+    task_ids : ndarray of shape (n_obs,)
+        Task codes in ``[0, n_tasks)``.
+    rows : ndarray of shape (n_obs,)
+        Row of ``X`` each observation belongs to.
+    tasks : ndarray of shape (n_tasks,)
+        Task labels (sorted distinct long-format ids, or wide-format column names).
+    layout : {"long", "wide"}
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    task_ids: np.ndarray
+    rows: np.ndarray
+    tasks: np.ndarray
+    layout: str
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def n_obs(self) -> int:
+        return len(self.y)
+
+    def counts(self) -> np.ndarray:
+        """Number of observations per task, shape (n_tasks,)."""
+        return np.bincount(self.task_ids, minlength=self.n_tasks)
+
+
+def check_multitask(
+    X,
+    y,
+    task_ids=None,
+    *,
+    min_samples: int = 2,
+    check_constant: bool = True,
+    allow_nan_X: bool = False,
+) -> MultiTaskArrays:
+    """Validate long (``y``, ``task_ids``) or wide (``Y``) multi-task data.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,) with ``task_ids``, or (n_samples, n_tasks)
+        without (wide layout, NaN = unobserved). A pandas DataFrame's column names
+        become the task labels.
+    task_ids : array-like of shape (n_samples,), optional
+        Task label of every sample (ints or strings) for the long layout.
+    min_samples : int
+        Each task needs at least this many observations.
+    check_constant : bool
+        Raise if a task's target is constant (its spurious effects are then undefined).
+
+    Returns
+    -------
+    MultiTaskArrays
+    """
+    columns = getattr(y, "columns", None)
+    X = check_array(X, "X", allow_nan=allow_nan_X)
+    n = X.shape[0]
+    if y is None:
+        raise DataError(
+            "y is required: pass targets of shape (n_samples,) with task_ids=..., "
+            "or a wide target matrix of shape (n_samples, n_tasks)."
+        )
+    y_arr = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+    if task_ids is None:
+        if y_arr.ndim != 2:
+            raise DataError(
+                "task_ids is required when y is 1-D (long layout); got y of shape "
+                f"{y_arr.shape} and task_ids=None. Pass task_ids=..., or pass a wide "
+                "target matrix of shape (n_samples, n_tasks) with NaN for unobserved."
+            )
+        Y = check_array(y_arr, "Y", allow_nan=True)
+        if Y.shape[0] != n:
+            raise DataError(
+                f"Y must have one row per row of X ({n}); got shape {Y.shape}."
+            )
+        obs = ~np.isnan(Y)
+        rows, tids = np.nonzero(obs)
+        # order observations task-major: contiguous per task, rows ascending
+        order = np.lexsort((rows, tids))
+        rows, tids = rows[order], tids[order]
+        yv = Y[rows, tids]
+        tasks = np.asarray(columns) if columns is not None else np.arange(Y.shape[1])
+        data = MultiTaskArrays(
+            X, yv, tids.astype(np.int64), rows.astype(np.int64), tasks, "wide"
+        )
+    else:
+        if y_arr.ndim == 2 and y_arr.shape[1] == 1:
+            y_arr = y_arr[:, 0]
+        yv = check_array(y_arr, "y", ndim=1)
+        if yv.shape[0] != n:
+            raise DataError(f"y must have shape ({n},) to match X; got {yv.shape}.")
+        codes, labels = encode_task_ids(task_ids, n)
+        data = MultiTaskArrays(
+            X, yv, codes, np.arange(n, dtype=np.int64), labels, "long"
+        )
+    counts = data.counts()
+    few = np.flatnonzero(counts < min_samples)
+    if few.size:
+        lab = data.tasks[few[0]]
+        raise DataError(
+            f"Every task needs at least {min_samples} observed samples; task "
+            f"{lab!r} has {int(counts[few[0]])}"
+            + (f" ({few.size} tasks in all)" if few.size > 1 else "")
+            + ". Drop such tasks or gather more samples."
+        )
+    if check_constant:
+        sums = np.bincount(data.task_ids, weights=data.y, minlength=data.n_tasks)
+        means = sums / counts
+        dev = np.bincount(
+            data.task_ids,
+            weights=(data.y - means[data.task_ids]) ** 2,
+            minlength=data.n_tasks,
+        )
+        scale = np.maximum(np.abs(means), 1.0)
+        const = np.flatnonzero(dev <= (1e-12 * scale) ** 2 * counts)
+        if const.size:
+            lab = data.tasks[const[0]]
+            raise DataError(
+                f"The target of task {lab!r} is constant (value {means[const[0]]:.6g}"
+                + (f"; {const.size} such tasks" if const.size > 1 else "")
+                + "); a constant target carries no information about the latents. "
+                "Drop the task."
+            )
+    return data
+
+
+def long_to_wide(X, y, task_ids):
+    """Long ``(X, y, task_ids)`` -> wide ``(X, Y)`` with NaN where a task is unobserved.
+
+    Every long row becomes one wide row (rows are not merged), so ``X`` is returned
+    unchanged and ``Y`` has shape (n_samples, n_tasks).
+    """
+    X = check_array(X, "X")
+    yv = check_array(y, "y", ndim=1)
+    codes, labels = encode_task_ids(task_ids, X.shape[0])
+    Y = np.full((X.shape[0], len(labels)), np.nan)
+    Y[np.arange(X.shape[0]), codes] = yv
+    return X, Y
+
+
+def wide_to_long(X, Y):
+    """Wide ``(X, Y)`` -> long ``(X_long, y, task_ids)`` (rows of ``X`` repeated)."""
+    d = check_multitask(X, Y, min_samples=1, check_constant=False)
+    return d.X[d.rows], d.y, d.tasks[d.task_ids]
