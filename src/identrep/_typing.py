@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Union
-
 import numpy as np
 from numpy.typing import ArrayLike
 
-Seed = Union[int, np.integer, np.random.Generator, np.random.SeedSequence, None]
+Seed = int | np.integer | np.random.Generator | np.random.SeedSequence | None
 
 __all__ = ["ArrayLike", "Seed"]

@@ -10,7 +10,7 @@ class NotFittedError(ValueError, AttributeError):
 
 
 class DataError(ValueError):
-    """Raised when input data are malformed (shape, NaN/inf, task ids, degenerate tasks)."""
+    """Raised for malformed input data (shape, NaN/inf, task ids, degenerate tasks)."""
 
 
 class ConvergenceWarning(UserWarning):

@@ -125,7 +125,7 @@ def make_linear_tasks(
     n_causal: int = 2,
     *,
     n_observed: int | None = None,
-    mixing: str = "random",
+    mixing: str | np.ndarray = "random",
     obs_noise: float = 0.01,
     noise_range: tuple[float, float] = (2.0, 3.0),
     spurious_noise: float = 0.1,
@@ -145,8 +145,9 @@ def make_linear_tasks(
         Causal latents per task k (drawn without replacement for each task).
     n_observed : int, optional
         Observed dimension p (default ``n_latents``).
-    mixing : {"random", "orthogonal", "identity"}
-        Mixing matrix: i.i.d. N(0, 1) entries, orthonormal columns, or the identity.
+    mixing : {"random", "orthogonal", "identity"} or ndarray of shape (p, d)
+        Mixing matrix: i.i.d. N(0, 1) entries, orthonormal columns, the identity, or
+        a given matrix.
     obs_noise : float
         Standard deviation of the Gaussian observation noise (paper: 0.01).
     noise_range : (float, float)
@@ -174,7 +175,15 @@ def make_linear_tasks(
     if obs_noise < 0:
         raise ValueError(f"obs_noise must be >= 0; got {obs_noise}.")
     rng = check_random_state(random_state)
-    A = make_mixing(int(p), int(n_latents), mixing, rng)
+    if isinstance(mixing, str):
+        A = make_mixing(int(p), int(n_latents), mixing, rng)
+    else:
+        A = np.asarray(mixing, dtype=float)
+        if A.shape != (int(p), int(n_latents)) or not np.all(np.isfinite(A)):
+            raise ValueError(
+                f"mixing given as an array must be finite with shape (n_observed, "
+                f"n_latents) = ({p}, {n_latents}); got shape {A.shape}."
+            )
     Z, y, t, causal, gammas, weights, noise_std = make_task_latents(
         n_tasks,
         n_samples,

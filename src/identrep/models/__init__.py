@@ -1,4 +1,4 @@
-"""identrep models: MTLCM (stage 2) and, as they land, MTRN, the pipeline and baselines."""
+"""identrep models: MTLCM (stage 2); MTRN, the pipeline and baselines follow."""
 
 from identrep.models.mtlcm import MTLCM
 

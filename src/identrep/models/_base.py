@@ -10,7 +10,7 @@ from identrep.utils.validation import check_array
 
 
 class IdentrepEstimator(BaseEstimator):
-    """Base class: sklearn ``get_params``/``set_params``/``clone`` plus fitted checks."""
+    """sklearn ``get_params``/``set_params``/``clone`` plus fitted checks."""
 
     _fitted_attr = "n_features_in_"
 

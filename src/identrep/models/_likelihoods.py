@@ -246,7 +246,7 @@ def mtlcm_optimal_indicators(
     *,
     c0: Tensor | None = None,
     max_iter: int = 100,
-    rtol: float = 1e-14,
+    rtol: float = 1e-12,
 ) -> Tensor:
     """Causal indicators c_t in [0, 1]^d maximising the likelihood for a fixed A.
 
@@ -290,7 +290,7 @@ def mtlcm_optimal_indicators(
         if not bool(active.any()):
             break
         t = torch.ones_like(n)
-        for _ in range(40):
+        for _ in range(20):
             v_new = (v - t[:, None] * step).clamp(lo, 1.0)
             f_new, K_new = objective(v_new)
             ok = (f_new <= f) | ~active

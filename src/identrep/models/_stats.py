@@ -141,10 +141,8 @@ def task_statistics(data: MultiTaskArrays, *, chunk_size: int = 65536) -> TaskSt
     for t in range(T):
         idx = order[bounds[t] : bounds[t + 1]]
         r = data.rows[idx]
-        if data.layout == "long":
-            key = t.to_bytes(8, "little")  # long rows are distinct per task
-        else:
-            key = r.tobytes()
+        # long rows are distinct per task; wide tasks may share their rows
+        key = t.to_bytes(8, "little") if data.layout == "long" else r.tobytes()
         groups.setdefault(key, []).append(t)
         task_rows.append((idx, r))
     for tasks in groups.values():

@@ -294,7 +294,10 @@ class MTLCM(IdentrepEstimator):
         """Binarised causal set of every task: ``{task label: latent indices}``."""
         self._check_fitted()
         mask = self.causal_indicators_ > threshold
-        return {lab: np.flatnonzero(row) for lab, row in zip(self.tasks_, mask, strict=False)}
+        return {
+            lab: np.flatnonzero(row)
+            for lab, row in zip(self.tasks_, mask, strict=False)
+        }
 
     def task_log_likelihood(self, X, y, *, task_ids=None) -> np.ndarray:
         """Log-likelihood of each task's observations under the fitted model.

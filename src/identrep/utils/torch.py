@@ -6,7 +6,7 @@ import torch
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``None``/"auto" -> CUDA when available, else CPU; otherwise torch.device(device)."""
+    """``None``/"auto": CUDA when available, else CPU; otherwise ``torch.device``."""
     if device is None or device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(device)
