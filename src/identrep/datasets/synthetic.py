@@ -6,6 +6,9 @@ without replacement; causal latents are N(0, 1); the target is
 each spurious latent is an effect of the target, ``z_j = gamma_tj y + N(0, 0.1^2)``,
 ``gamma ~ U(-1, 1)``; finally every latent is standardised within its task
 (population std). ``y`` is neither centred nor scaled.
+
+Table 1 mixes the latents linearly (:func:`make_linear_tasks`); Table 2 pushes them
+through a random one-hidden-layer ReLU network (:func:`make_nonlinear_tasks`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from identrep._typing import Seed
 from identrep.datasets.bundle import TaskData
 from identrep.utils.seeding import check_random_state
 
-__all__ = ["make_linear_tasks", "make_task_latents"]
+__all__ = ["make_linear_tasks", "make_nonlinear_tasks", "make_task_latents"]
 
 _MIXINGS = ("identity", "orthogonal", "random")
 
@@ -214,6 +217,145 @@ def make_linear_tasks(
         gammas=gammas,
         weights=weights,
         mixing=A,
+        noise_std=noise_std,
+        params=params,
+    )
+
+
+def _check_nonlinear_args(n_observed, obs_noise):
+    if (
+        not isinstance(n_observed, (int, np.integer))
+        or isinstance(n_observed, bool)
+        or n_observed < 1
+    ):
+        raise ValueError(f"n_observed must be a positive integer; got {n_observed!r}.")
+    if not obs_noise >= 0:
+        raise ValueError(f"obs_noise must be >= 0; got {obs_noise!r}.")
+
+
+def _random_mlp_decoder(n_latents: int, n_observed: int, rng: np.random.Generator):
+    """Weights of Linear(d -> p) -> ReLU -> Linear(p -> p), PyTorch-default-style.
+
+    Every weight and bias of a layer with ``fan_in`` inputs is drawn i.i.d. from
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (the range of ``torch.nn.Linear``'s default
+    initialisation), in the order W1, b1, W2, b2.
+    """
+    d, p = int(n_latents), int(n_observed)
+    b_in, b_hid = 1.0 / np.sqrt(d), 1.0 / np.sqrt(p)
+    W1 = rng.uniform(-b_in, b_in, size=(p, d))
+    b1 = rng.uniform(-b_in, b_in, size=p)
+    W2 = rng.uniform(-b_hid, b_hid, size=(p, p))
+    b2 = rng.uniform(-b_hid, b_hid, size=p)
+    return {"W1": W1, "b1": b1, "W2": W2, "b2": b2}
+
+
+def _apply_mlp_decoder(Z: np.ndarray, decoder: dict) -> np.ndarray:
+    """``relu(Z W1^T + b1) W2^T + b2`` for Z of shape (n_samples, n_latents)."""
+    H = np.maximum(Z @ decoder["W1"].T + decoder["b1"], 0.0)
+    return H @ decoder["W2"].T + decoder["b2"]
+
+
+def make_nonlinear_tasks(
+    n_tasks: int = 500,
+    n_samples: int = 200,
+    n_latents: int = 20,
+    n_causal: int = 4,
+    *,
+    n_observed: int = 100,
+    obs_noise: float = 0.0,
+    noise_range: tuple[float, float] = (2.0, 3.0),
+    spurious_noise: float = 0.1,
+    random_state: Seed = None,
+) -> TaskData:
+    """The non-linear multi-task process of Chen et al. (2024), Table 2.
+
+    Latents and targets follow the Table 1 process (:func:`make_task_latents`); the
+    observations are the latents pushed through a random, fixed, one-hidden-layer
+    ReLU network of width ``n_observed``::
+
+        x = W2 relu(W1 z + b1) + b2 + obs_noise * N(0, I),
+
+    with ``W1`` of shape (p, d), ``W2`` of shape (p, p), and every weight and bias of
+    a layer with ``fan_in`` inputs drawn i.i.d. from U(+-1/sqrt(fan_in)) (PyTorch's
+    default ``nn.Linear`` initialisation, as in the paper; drawn here from numpy).
+
+    Parameters
+    ----------
+    n_tasks : int, default=500
+        Number of tasks T.
+    n_samples : int, default=200
+        Samples per task.
+    n_latents : int, default=20
+        Latent dimension d.
+    n_causal : int, default=4
+        Causal latents per task k (drawn without replacement for each task).
+    n_observed : int, default=100
+        Observed dimension p (also the decoder's hidden width).
+    obs_noise : float, default=0.0
+        Standard deviation of Gaussian observation noise (the paper uses none).
+    noise_range : (float, float), default=(2, 3)
+        Range of the per-task target-noise standard deviation.
+    spurious_noise : float, default=0.1
+        Standard deviation of the noise of spurious latents.
+    random_state : int, Generator or None
+        Seed; the only source of randomness. The decoder is drawn first, then the
+        latents, then the observation noise (only if ``obs_noise > 0``).
+
+    Returns
+    -------
+    TaskData
+        Long-format bundle with ``X`` of shape (n_tasks * n_samples, n_observed) and
+        ``mixing=None``. The decoder is stored in ``params["decoder"]``, a dict of
+        arrays ``W1`` (p, d), ``b1`` (p,), ``W2`` (p, p), ``b2`` (p,), so that
+        ``X = relu(Z @ W1.T + b1) @ W2.T + b2`` (+ noise).
+
+    Examples
+    --------
+    >>> from identrep.datasets import make_nonlinear_tasks
+    >>> data = make_nonlinear_tasks(n_tasks=10, n_samples=20, n_latents=3,
+    ...                             n_causal=1, n_observed=8, random_state=0)
+    >>> data.X.shape, data.Z.shape, data.mixing is None
+    ((200, 8), (200, 3), True)
+    """
+    _check_counts(n_tasks, n_samples, n_latents, n_causal)
+    _check_nonlinear_args(n_observed, obs_noise)
+    rng = check_random_state(random_state)
+    decoder = _random_mlp_decoder(int(n_latents), int(n_observed), rng)
+    Z, y, t, causal, gammas, weights, noise_std = make_task_latents(
+        n_tasks,
+        n_samples,
+        n_latents,
+        n_causal,
+        noise_range=noise_range,
+        spurious_noise=spurious_noise,
+        random_state=rng,
+    )
+    X = _apply_mlp_decoder(Z, decoder)
+    if obs_noise > 0:
+        X = X + obs_noise * rng.standard_normal(X.shape)
+    for arr in decoder.values():
+        arr.setflags(write=False)
+    params = dict(
+        n_tasks=n_tasks,
+        n_samples=n_samples,
+        n_latents=n_latents,
+        n_causal=n_causal,
+        n_observed=int(n_observed),
+        mixing="mlp",
+        obs_noise=obs_noise,
+        noise_range=tuple(noise_range),
+        spurious_noise=spurious_noise,
+        decoder=decoder,
+    )
+    return TaskData(
+        X=X,
+        y=y,
+        task_ids=t,
+        Z=Z,
+        causal=causal,
+        gammas=gammas,
+        weights=weights,
+        mixing=None,
         noise_std=noise_std,
         params=params,
     )

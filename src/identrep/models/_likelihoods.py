@@ -246,7 +246,7 @@ def mtlcm_optimal_indicators(
     *,
     c0: Tensor | None = None,
     max_iter: int = 100,
-    rtol: float = 1e-12,
+    rtol: float = 1e-15,
 ) -> Tensor:
     """Causal indicators c_t in [0, 1]^d maximising the likelihood for a fixed A.
 

@@ -1,0 +1,175 @@
+"""Experiment harness: configs, seeds, atomic records, sweeps, reports."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from identrep.experiments import (
+    RunConfig,
+    get_table,
+    load_records,
+    published_results,
+    run,
+    run_sweep,
+    write_report,
+)
+from identrep.experiments.io import atomic_write_text, write_record
+from identrep.experiments.runner import make_data, reference_mixing
+from identrep.utils.seeding import derive_seed
+
+SMALL = RunConfig(
+    table="table1", n_latents=3, n_causal=2, n_observed=3, n_tasks=30, n_samples=40
+)
+
+
+def test_run_config_validates_choices():
+    with pytest.raises(ValueError, match="mixing must be one of"):
+        RunConfig(table="table1", mixing="weird")
+    with pytest.raises(ValueError, match="n_causal must lie in"):
+        RunConfig(table="table1", n_latents=3, n_causal=4)
+    with pytest.raises(ValueError, match="mixing_source"):
+        RunConfig(table="table1", mixing_source="elsewhere")
+
+
+def test_run_ids_are_unique_and_stable():
+    grid = get_table("table1").grid(seeds=5)
+    assert len(grid) == 45
+    ids = [c.run_id for c in grid]
+    assert len(set(ids)) == 45
+    assert ids == [c.run_id for c in get_table("table1").grid(seeds=5)]
+    assert get_table("table1").grid(seeds=5, quick=True)[0].seed == 0
+    assert len(get_table("table1").grid(quick=True)) == 9
+
+
+def test_derived_seeds_depend_on_content_not_order():
+    assert derive_seed("data", 1, "a") == derive_seed("data", 1, "a")
+    assert derive_seed("data", 1, "a") != derive_seed("data", 2, "a")
+    assert 0 <= derive_seed("x") < 2**32
+
+
+def test_reference_mixing_is_the_authors_draw():
+    torch.manual_seed(3)
+    expected = torch.randn(7, 7).double().numpy()
+    np.testing.assert_array_equal(reference_mixing(7, "random", 3), expected)
+    Q = reference_mixing(7, "orthogonal", 3)
+    np.testing.assert_allclose(Q.T @ Q, np.eye(7), atol=1e-12)
+    np.testing.assert_array_equal(reference_mixing(4, "identity", 0), np.eye(4))
+    data, _ = make_data(dataclasses.replace(SMALL, seed=3))
+    np.testing.assert_array_equal(data.mixing, reference_mixing(3, "random", 3))
+    seeded, _ = make_data(dataclasses.replace(SMALL, seed=3, mixing_source="seeded"))
+    assert not np.allclose(seeded.mixing, data.mixing)
+
+
+def test_atomic_write_leaves_no_temporary_files(tmp_path):
+    p = tmp_path / "sub" / "f.txt"
+    atomic_write_text(p, "one")
+    atomic_write_text(p, "two")
+    assert p.read_text() == "two"
+    assert sorted(x.name for x in p.parent.iterdir()) == ["f.txt"]
+
+
+def test_write_record_round_trips_numpy_types(tmp_path):
+    rec = {
+        "run_id": "r",
+        "a": np.float64(1.5),
+        "b": np.int64(2),
+        "c": np.arange(3),
+        "d": np.bool_(True),
+    }
+    write_record(tmp_path / "records" / "r.json", rec)
+    back = load_records(tmp_path)
+    assert back == [{"run_id": "r", "a": 1.5, "b": 2, "c": [0, 1, 2], "d": True}]
+
+
+def test_load_records_missing_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="No records folder"):
+        load_records(tmp_path)
+
+
+def test_run_record_has_config_seeds_metrics_and_is_reproducible():
+    a, b = run(SMALL), run(SMALL)
+    assert a["config"] == SMALL.to_dict()
+    for key in (
+        "mcc_task_spearman",
+        "mcc_pooled",
+        "causal_accuracy",
+        "fit_seconds",
+        "ceiling_mcc_task",
+        "random_mcc_task",
+        "log_likelihood",
+    ):
+        assert key in a["metrics"]
+    assert a["environment"]["torch"] == torch.__version__
+    for key, value in a["metrics"].items():
+        if key != "fit_seconds":
+            assert b["metrics"][key] == value, key
+    # the fit is good even on this small problem, and better than a random unmixing
+    assert a["metrics"]["mcc_pooled"] > 0.95
+    assert a["metrics"]["mcc_task_spearman"] > a["metrics"]["random_mcc_task"]
+
+
+def _strip_times(rec):
+    rec = json.loads(json.dumps(rec))
+    rec["metrics"].pop("fit_seconds")
+    rec.pop("timings")
+    return rec
+
+
+def test_sweep_records_identical_across_job_counts_and_resume(tmp_path, capsys):
+    configs = [dataclasses.replace(SMALL, seed=s) for s in range(3)]
+    one = run_sweep(configs, tmp_path / "one", jobs=1, progress=False)
+    two = run_sweep(configs, tmp_path / "two", jobs=2, progress=False)
+    assert [_strip_times(r) for r in one] == [_strip_times(r) for r in two]
+    assert len(list((tmp_path / "one" / "records").glob("*.json"))) == 3
+    # resume: a finished record is loaded, not recomputed (its file is untouched)
+    path = next((tmp_path / "one" / "records").glob("*.json"))
+    mtime = path.stat().st_mtime_ns
+    again = run_sweep(configs, tmp_path / "one", jobs=1, progress=True)
+    assert path.stat().st_mtime_ns == mtime
+    assert [r["run_id"] for r in again] == [c.run_id for c in configs]
+    assert "Resuming: 3 of 3" in capsys.readouterr().err
+
+
+def test_report_has_required_columns_and_published_numbers(tmp_path):
+    configs = [dataclasses.replace(SMALL, seed=s) for s in range(2)]
+    run_sweep(configs, tmp_path, progress=False)
+    df, text = write_report(tmp_path)
+    results = pd.read_csv(tmp_path / "results.csv")
+    for col in (
+        "table",
+        "model",
+        "seed",
+        "n_latents",
+        "n_causal",
+        "n_observed",
+        "mixing",
+        "mcc_task_spearman",
+        "mcc_pooled",
+        "causal_accuracy",
+        "fit_seconds",
+    ):
+        assert col in results.columns, col
+    assert len(results) == 2
+    pub = published_results("table1")
+    paper = pub[(pub.model == "MTLCM") & (pub.n_latents == 3) & (pub.n_causal == 2)]
+    assert f"{float(paper.mcc_mean.iloc[0]):.2f}" in text
+    assert (tmp_path / "report.md").read_text().startswith("# identrep results")
+    mean = results["mcc_task_spearman"].mean() * 100
+    assert f"{mean:.2f}" in text
+
+
+def test_report_without_records_raises(tmp_path):
+    (tmp_path / "records").mkdir()
+    with pytest.raises(ValueError, match="No records"):
+        write_report(tmp_path)
+
+
+def test_unknown_table_lists_known_ones():
+    with pytest.raises(ValueError, match="known tables: table1"):
+        get_table("table9")
