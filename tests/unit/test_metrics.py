@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from itertools import product
 
 import numpy as np
@@ -22,16 +21,7 @@ from identrep.metrics import (
 )
 from identrep.metrics._mcc import _cca_weights
 
-
-def _test_seeds() -> list[int]:
-    spec = os.environ.get("IDENTREP_TEST_SEEDS", "0")
-    lo, _, hi = spec.partition("-")
-    return list(range(int(lo), int(hi or lo) + 1))
-
-
-@pytest.fixture(params=_test_seeds())
-def seed(request) -> int:
-    return request.param
+# ``seed`` comes from tests/conftest.py (IDENTREP_TEST_SEEDS).
 
 
 @pytest.fixture

@@ -47,7 +47,17 @@ class TaskData:
     params: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        for name in ("X", "y", "task_ids", "Z", "causal", "gammas", "weights"):
+        for name in (
+            "X",
+            "y",
+            "task_ids",
+            "Z",
+            "causal",
+            "gammas",
+            "weights",
+            "mixing",
+            "noise_std",
+        ):
             arr = getattr(self, name)
             if isinstance(arr, np.ndarray):
                 arr.setflags(write=False)

@@ -172,6 +172,8 @@ def make_linear_tasks(
     >>> data.X.shape, data.causal.sum(axis=1)[:3]
     ((1000, 5), array([2., 2., 2.]))
     """
+    if not isinstance(n_latents, (int, np.integer)) or n_latents < 1:
+        raise ValueError(f"n_latents must be an integer >= 1; got {n_latents!r}.")
     p = n_latents if n_observed is None else n_observed
     if not isinstance(p, (int, np.integer)) or p < 1:
         raise ValueError(f"n_observed must be a positive integer; got {n_observed!r}.")

@@ -25,14 +25,21 @@ from identrep.utils.validation import MultiTaskArrays
 class TaskStats:
     """Centred sufficient statistics of every task.
 
+    The scatters are taken around the sample means unless ``x_centre``/``y_centre``
+    are set (see :meth:`recentre`).
+
     Attributes
     ----------
     n : ndarray of shape (n_tasks,)
     x_mean : ndarray of shape (n_tasks, n_features)
+        Sample means of x.
     y_mean : ndarray of shape (n_tasks,)
+        Sample means of y.
     Sxx : ndarray of shape (n_tasks, n_features, n_features)
     sxy : ndarray of shape (n_tasks, n_features)
     syy : ndarray of shape (n_tasks,)
+    x_centre, y_centre : ndarray or None
+        The points the scatters are taken around (None: the sample means).
     """
 
     n: np.ndarray
@@ -41,23 +48,40 @@ class TaskStats:
     Sxx: np.ndarray
     sxy: np.ndarray
     syy: np.ndarray
+    x_centre: np.ndarray | None = None
+    y_centre: np.ndarray | None = None
 
     @property
     def n_tasks(self) -> int:
         return len(self.n)
 
     def recentre(self, x_centre: np.ndarray, y_centre: np.ndarray) -> TaskStats:
-        """Statistics of the same data centred at given per-task points instead."""
+        """Statistics of the same data with scatters around given per-task points.
+
+        Uses S_c = S_mean + n (xbar - c)(xbar - c)^T (and likewise for the cross and
+        y terms), starting from the scatter around the sample means, so recentring
+        an already recentred object is exact.
+        """
+        n = self.n
+        S, s, syy = self.Sxx, self.sxy, self.syy
+        if self.x_centre is not None:  # back to the scatter around the means
+            ex, ey = self.x_mean - self.x_centre, self.y_mean - self.y_centre
+            S = S - n[:, None, None] * ex[:, :, None] * ex[:, None, :]
+            s = s - n[:, None] * ex * ey[:, None]
+            syy = syy - n * ey**2
+        x_centre = np.asarray(x_centre, dtype=float).copy()
+        y_centre = np.asarray(y_centre, dtype=float).copy()
         dx = self.x_mean - x_centre
         dy = self.y_mean - y_centre
-        n = self.n
         return TaskStats(
             n=n,
-            x_mean=np.asarray(x_centre, dtype=float).copy(),
-            y_mean=np.asarray(y_centre, dtype=float).copy(),
-            Sxx=self.Sxx + n[:, None, None] * dx[:, :, None] * dx[:, None, :],
-            sxy=self.sxy + n[:, None] * dx * dy[:, None],
-            syy=self.syy + n * dy**2,
+            x_mean=self.x_mean,
+            y_mean=self.y_mean,
+            Sxx=S + n[:, None, None] * dx[:, :, None] * dx[:, None, :],
+            sxy=s + n[:, None] * dx * dy[:, None],
+            syy=syy + n * dy**2,
+            x_centre=x_centre,
+            y_centre=y_centre,
         )
 
     def residual_covariances(self) -> tuple[np.ndarray, np.ndarray]:

@@ -28,7 +28,10 @@ from identrep.utils.validation import check_multitask, check_task_ids
 __all__ = ["MTLCM"]
 
 _GAMMA_FLOOR = 1e-6  # 1 - c floor when reporting gamma = m / (1 - c)
-_GRAD_NOISE = 1e-6  # gradient (of the mean NLL) below which a stalled search is done
+# gradient entries (of the mean NLL per sample, in the relative coordinates of
+# ``_preconditioner``) below which a stalled line search counts as converged: a
+# relative change of 1e-3 in A then moves the objective by < 1e-7 nats per sample
+_GRAD_NOISE = 1e-4
 
 
 class MTLCM(IdentrepEstimator):

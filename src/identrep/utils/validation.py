@@ -32,6 +32,11 @@ __all__ = [
 ]
 
 
+def _plain(label) -> str:
+    """A task label as users wrote it: 1 or 'b', not np.int64(1)."""
+    return repr(label.item() if isinstance(label, np.generic) else label)
+
+
 def _first_bad(mask: np.ndarray) -> str:
     idx = np.argwhere(mask)[0]
     if idx.size == 1:
@@ -74,6 +79,8 @@ def check_array(
         arr = np.asarray(a)
     except Exception as exc:  # ragged lists and the like
         raise DataError(f"{name} could not be converted to an array: {exc}") from exc
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} must be real-valued; got complex dtype {arr.dtype}.")
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
     ):
@@ -141,7 +148,13 @@ def encode_task_ids(task_ids, n_samples: int, *, name: str = "task_ids"):
         raise TypeError(
             f"{name} must be integers or string labels; got dtype {t.dtype}."
         )
-    labels, codes = np.unique(t, return_inverse=True)
+    try:
+        labels, codes = np.unique(t, return_inverse=True)
+    except TypeError as exc:
+        raise TypeError(
+            f"{name} must hold labels of one kind (all integers or all strings); "
+            f"got a mix ({exc})."
+        ) from exc
     return codes.astype(np.int64).reshape(-1), labels
 
 
@@ -161,6 +174,13 @@ def check_task_ids(task_ids, n_samples: int, known_tasks: np.ndarray) -> np.ndar
         )
     known = np.asarray(known_tasks)
     if t.dtype.kind == "f" and known.dtype.kind in "iu":
+        bad = ~np.isfinite(t) | (t != np.round(np.where(np.isfinite(t), t, 0)))
+        if bad.any():
+            raise DataError(
+                f"task_ids contains {int(bad.sum())} value(s) that are not integers "
+                f"(first: {t[bad][0]!r}): ids unseen during fit, as no fitted "
+                "task has them."
+            )
         t = t.astype(np.int64)
     pos = np.searchsorted(known, t)
     pos = np.clip(pos, 0, len(known) - 1)
@@ -288,7 +308,7 @@ def check_multitask(
         lab = data.tasks[few[0]]
         raise DataError(
             f"Every task needs at least {min_samples} observed samples; task "
-            f"{lab!r} has {int(counts[few[0]])}"
+            f"{_plain(lab)} has {int(counts[few[0]])}"
             + (f" ({few.size} tasks in all)" if few.size > 1 else "")
             + ". Drop such tasks or gather more samples."
         )
@@ -305,7 +325,8 @@ def check_multitask(
         if const.size:
             lab = data.tasks[const[0]]
             raise DataError(
-                f"The target of task {lab!r} is constant (value {means[const[0]]:.6g}"
+                f"The target of task {_plain(lab)} is constant "
+                f"(value {means[const[0]]:.6g}"
                 + (f"; {const.size} such tasks" if const.size > 1 else "")
                 + "); a constant target carries no information about the latents. "
                 "Drop the task."
