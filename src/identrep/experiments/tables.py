@@ -32,6 +32,8 @@ class Table:
         Configuration fields that identify a row of the published table.
     headline : str
         Metric column compared with the published ``mcc_mean``.
+    published_mixing : str
+        The mixing the published numbers were obtained with.
     """
 
     name: str
@@ -40,6 +42,7 @@ class Table:
     published: str
     keys: tuple[str, ...]
     headline: str
+    published_mixing: str = "random"
 
 
 TABLE1_DIMS = (
