@@ -268,40 +268,51 @@ def mtlcm_optimal_indicators(
     else:
         v = c0 + (1.0 - c0) * lo
 
-    def objective(v):
+    def objective(v, P):
         H = torch.diag_embed(v) + s2 * G
         L = torch.linalg.cholesky(H)
         logdet = 2.0 * torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
         K = torch.cholesky_inverse(L)
-        return n * logdet + (K * P).sum((-2, -1)), K
+        return logdet, K, (K * P).sum((-2, -1))
 
-    f, K = objective(v)
-    active = torch.ones_like(n, dtype=torch.bool)
+    logdet, K, tr = objective(v, P)
+    f = n * logdet + tr
+    active = torch.arange(len(n), device=n.device)
     for _ in range(max_iter):
-        KPK = K @ P @ K
-        Kd = torch.diagonal(K, dim1=-2, dim2=-1)
-        KPKd = torch.diagonal(KPK, dim1=-2, dim2=-1)
-        g = n[:, None] * Kd - KPKd
+        # work on the tasks still improving only: most converge in one or two steps
+        va, Ka, Pa, na, fa = v[active], K[active], P[active], n[active], f[active]
+        KPK = Ka @ Pa @ Ka
+        Kd = torch.diagonal(Ka, dim1=-2, dim2=-1)
+        g = na[:, None] * Kd - torch.diagonal(KPK, dim1=-2, dim2=-1)
         # no move where a bound is active and the gradient points outwards
-        free = ~(((v <= lo) & (g > 0)) | ((v >= 1.0) & (g < 0))) & active[:, None]
-        step = _projected_newton_step(g, K, KPK, n, free)
+        free = ~(((va <= lo) & (g > 0)) | ((va >= 1.0) & (g < 0)))
+        step = _projected_newton_step(g, Ka, KPK, na, free)
         # Newton decrement: stop a task once the predicted gain is at rounding level
-        active &= (g * step).sum(-1) > rtol * f.abs().clamp_min(1.0)
-        if not bool(active.any()):
+        going = (g * step).sum(-1) > rtol * fa.abs().clamp_min(1.0)
+        active, va, step, Pa, na, fa = (
+            active[going],
+            va[going],
+            step[going],
+            Pa[going],
+            na[going],
+            fa[going],
+        )
+        if len(active) == 0:
             break
-        t = torch.ones_like(n)
+        t = torch.ones_like(na)
         for _ in range(20):
-            v_new = (v - t[:, None] * step).clamp(lo, 1.0)
-            f_new, K_new = objective(v_new)
-            ok = (f_new <= f) | ~active
+            v_new = (va - t[:, None] * step).clamp(lo, 1.0)
+            logdet_new, K_new, tr_new = objective(v_new, Pa)
+            f_new = na * logdet_new + tr_new
+            ok = f_new <= fa
             if bool(ok.all()):
                 break
             t = torch.where(ok, t, 0.5 * t)
-        ok &= active
-        v = torch.where(ok[:, None], v_new, v)
-        f = torch.where(ok, f_new, f)
-        K = torch.where(ok[:, None, None], K_new, K)
-        active &= ok  # a failed line search means no further progress is possible
+        # a failed line search means no further progress is possible for that task
+        active, v_new, K_new, f_new = active[ok], v_new[ok], K_new[ok], f_new[ok]
+        v[active], K[active], f[active] = v_new, K_new, f_new
+        if len(active) == 0:
+            break
     return (v - lo) / (1.0 - lo)
 
 
