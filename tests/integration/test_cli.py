@@ -44,7 +44,7 @@ def test_reproduce_quick_subset_then_report(tmp_path, capsys):
     assert len(df) == 3  # (k=2, d=3), (k=2, d=5), (k=4, d=5); one seed each
     assert (df.mcc_task_spearman > 0.99).all()
     text = capsys.readouterr().out
-    assert "paper (per task)" in text
+    assert "paper MTLCM (per task)" in text
     (out / "results.csv").unlink()
     assert main(["report", str(out)]) == 0
     assert (out / "results.csv").exists()

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-_MIXINGS = ("random", "orthogonal", "identity")
+_MIXINGS = ("random", "orthogonal", "identity", "mlp")
 _MODELS = ("MTLCM",)
 
 
@@ -26,12 +26,16 @@ class RunConfig:
         Latent dimension d, causal latents per task k, observed dimension p.
     n_tasks, n_samples : int
         Tasks and samples per task.
-    mixing : {"random", "orthogonal", "identity"}
+    mixing : {"random", "orthogonal", "identity", "mlp"}
     seed : int
         Seed index (0, 1, ...). The data and model seeds are derived from it and
         the rest of the configuration, never from the order runs execute in.
     n_init : int
         Restarts of the model.
+    heads : str or None
+        MTRN head solver for the non-linear tables (None: the library default).
+    max_epochs : int or None
+        MTRN epoch budget (None: the library default, with early stopping).
     mixing_source : {"reference", "seeded"}
         "reference" draws the d x d mixing matrix exactly as the authors' code does
         for seed index s (``torch.manual_seed(s); torch.randn(d, d)``), so the
@@ -46,10 +50,12 @@ class RunConfig:
     n_observed: int = 10
     n_tasks: int = 200
     n_samples: int = 100
-    mixing: Literal["random", "orthogonal", "identity"] = "random"
+    mixing: Literal["random", "orthogonal", "identity", "mlp"] = "random"
     seed: int = 0
     n_init: int = 1
     mixing_source: Literal["reference", "seeded"] = "reference"
+    heads: str | None = None
+    max_epochs: int | None = None
 
     def __post_init__(self):
         if self.mixing_source not in ("reference", "seeded"):

@@ -24,14 +24,16 @@ class Table:
     name : str
     title : str
     grid : callable
-        ``grid(seeds, quick, mixing) -> list[RunConfig]``.
+        ``grid(seeds, quick, mixing, mixing_source) -> list[RunConfig]``.
     published : str
         CSV file (shipped in ``identrep/experiments/published``) with the paper's
-        numbers.
+        numbers (x100, columns ``model``, the key fields, ``mcc_mean``, ``mcc_std``).
     keys : tuple of str
         Configuration fields that identify a row of the published table.
-    headline : str
-        Metric column compared with the published ``mcc_mean``.
+    metrics : tuple of (column, label, scale)
+        Metric columns shown in the report.
+    compare : tuple of (column, published model, label)
+        Our metric column compared with the published row of that model.
     published_mixing : str
         The mixing the published numbers were obtained with.
     """
@@ -41,7 +43,8 @@ class Table:
     grid: Callable[..., list[RunConfig]]
     published: str
     keys: tuple[str, ...]
-    headline: str
+    metrics: tuple[tuple[str, str, float], ...]
+    compare: tuple[tuple[str, str, str], ...]
     published_mixing: str = "random"
 
 
@@ -56,30 +59,62 @@ TABLE1_DIMS = (
     (4, 20),
     (4, 50),
 )
+TABLE2_DIMS = tuple(itertools.product((4, 8, 12), (50, 100, 200)))  # (k, p)
 
 
 def _table1_grid(
     seeds: int = 5,
     quick: bool = False,
     mixing: str = "random",
-    models: tuple[str, ...] = ("MTLCM",),
     mixing_source: str = "reference",
 ) -> list[RunConfig]:
     """Chen et al. Table 1: 9 (k, d) configurations, 200 tasks x 100 samples.
 
-    ``quick`` keeps every configuration but one seed (unless ``seeds`` is smaller).
+    ``quick`` keeps every configuration but one seed.
     """
     n_seeds = min(seeds, 1) if quick else seeds
     base = RunConfig(table="table1", mixing=mixing, mixing_source=mixing_source)
-    out = []
-    for model, (k, d), s in itertools.product(models, TABLE1_DIMS, range(n_seeds)):
-        out.append(
-            dataclasses.replace(
-                base, model=model, n_causal=k, n_latents=d, n_observed=d, seed=s
-            )
-        )
-    return out
+    return [
+        dataclasses.replace(base, n_causal=k, n_latents=d, n_observed=d, seed=s)
+        for (k, d), s in itertools.product(TABLE1_DIMS, range(n_seeds))
+    ]
 
+
+def _table2_grid(
+    seeds: int = 5,
+    quick: bool = False,
+    mixing: str = "random",
+    mixing_source: str = "reference",
+) -> list[RunConfig]:
+    """Chen et al. Table 2: 20 latents, k in {4, 8, 12}, p in {50, 100, 200},
+    500 tasks x 200 samples, random MLP mixing; MTRN then MTLCM.
+
+    ``quick`` keeps every configuration with one seed and 200 tasks.
+    """
+    if mixing != "random":
+        raise ValueError("table2 uses a random MLP mixing only; drop --mixing.")
+    n_seeds = min(seeds, 1) if quick else seeds
+    base = RunConfig(
+        table="table2",
+        n_latents=20,
+        n_tasks=200 if quick else 500,
+        n_samples=200,
+        mixing="mlp",
+    )
+    return [
+        dataclasses.replace(base, n_causal=k, n_observed=p, seed=s)
+        for (k, p), s in itertools.product(TABLE2_DIMS, range(n_seeds))
+    ]
+
+
+_STRONG = (
+    ("mcc_task_spearman", "MCC per task (Spearman)", 100),
+    ("mcc_pooled", "MCC pooled (Pearson)", 100),
+)
+_CAUSAL = (
+    ("causal_accuracy", "causal acc.", 100),
+    ("causal_exact_set_rate", "exact causal sets", 100),
+)
 
 TABLES: dict[str, Table] = {
     "table1": Table(
@@ -91,7 +126,37 @@ TABLES: dict[str, Table] = {
         grid=_table1_grid,
         published="chen2024_table1_linear.csv",
         keys=("n_causal", "n_latents"),
-        headline="mcc_task_spearman",
+        metrics=(
+            *_STRONG,
+            *_CAUSAL,
+            ("ceiling_mcc_task", "true unmixing, per task", 100),
+            ("random_mcc_task", "random unmixing, per task", 100),
+            ("fit_seconds", "fit s", 1),
+        ),
+        compare=(("mcc_task_spearman", "MTLCM", "paper MTLCM (per task)"),),
+    ),
+    "table2": Table(
+        name="table2",
+        title=(
+            "Chen et al. (2024) Table 2: MTRN weak MCC and MTRN+MTLCM strong MCC "
+            "on non-linear synthetic data (20 latents, MLP mixing)"
+        ),
+        grid=_table2_grid,
+        published="chen2024_table2_nonlinear.csv",
+        keys=("n_causal", "n_observed"),
+        metrics=(
+            ("mtrn_weak_mcc", "MTRN weak MCC", 100),
+            ("mtrn_weak_mcc_heldout", "MTRN weak MCC, held-out CCA", 100),
+            *_STRONG,
+            *_CAUSAL,
+            ("mtrn_epochs", "MTRN epochs", 1),
+            ("fit_seconds", "fit s", 1),
+        ),
+        compare=(
+            ("mtrn_weak_mcc", "MTRN-weak", "paper MTRN weak"),
+            ("mcc_task_spearman", "MTLCM", "paper MTLCM (per task)"),
+        ),
+        published_mixing="mlp",
     ),
 }
 
