@@ -2,7 +2,7 @@
 
 This module re-implements, in plain float32 torch, *how the authors' released code
 trains MTLCM* (Chen et al. 2024, TMLR; repository jdhorwood/mtlcm, as described in
-words in ``/work/shared/reference/mtlcm_reference.md`` sections 2, 3 and 6). It is
+words in ``../shared/reference/mtlcm_reference.md`` sections 2, 3 and 6). It is
 written from that description, not copied. It deliberately keeps the choices that
 make the original slow or fragile, because measuring their cost is the point:
 
