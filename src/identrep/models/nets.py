@@ -1,0 +1,129 @@
+"""Neural-network building blocks (``nn.Module``s); ``forward`` never returns losses."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["MLP", "MultiTaskNet", "Standardize"]
+
+_ACTIVATIONS = {
+    "relu": nn.ReLU,
+    "leaky_relu": nn.LeakyReLU,
+    "elu": nn.ELU,
+    "gelu": nn.GELU,
+    "silu": nn.SiLU,
+    "tanh": nn.Tanh,
+}
+
+
+class MLP(nn.Module):
+    """Fully connected network: (Linear -> activation) per hidden layer, then Linear.
+
+    The output layer has no activation, so the output is an unconstrained feature
+    vector (the representation h(x) of a multi-task regression network). Layers use
+    PyTorch's default initialisation; seed it with
+    :func:`identrep.utils.seeding.seeded`.
+
+    Parameters
+    ----------
+    in_features : int
+        Input dimension p.
+    hidden_sizes : sequence of int
+        Widths of the hidden layers; empty for a linear map.
+    out_features : int
+        Output dimension d.
+    activation : {"relu", "leaky_relu", "elu", "gelu", "silu", "tanh"}, default="relu"
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = MLP(10, [32], 3)
+    >>> net(torch.zeros(5, 10)).shape
+    torch.Size([5, 3])
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        hidden_sizes: Sequence[int],
+        out_features: int,
+        activation: str = "relu",
+    ):
+        super().__init__()
+        if activation not in _ACTIVATIONS:
+            raise ValueError(
+                f"activation must be one of {sorted(_ACTIVATIONS)}; got {activation!r}."
+            )
+        sizes = [int(in_features), *(int(h) for h in hidden_sizes), int(out_features)]
+        if any(s < 1 for s in sizes):
+            raise ValueError(
+                "in_features, hidden_sizes and out_features must be positive; got "
+                f"{sizes}."
+            )
+        layers: list[nn.Module] = []
+        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+            layers.append(nn.Linear(a, b))
+            if i < len(sizes) - 2:
+                layers.append(_ACTIVATIONS[activation]())
+        self.layers = nn.Sequential(*layers)
+        self.in_features, self.out_features = sizes[0], sizes[-1]
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Features of shape (batch, out_features) for ``x`` of shape (batch, in)."""
+        return self.layers(x)
+
+
+class Standardize(nn.Module):
+    """Fixed affine map ``(x - mean) / scale`` (buffers, not trained).
+
+    Parameters
+    ----------
+    mean : Tensor of shape (n_features,)
+    scale : Tensor of shape (n_features,), positive
+    """
+
+    def __init__(self, mean: Tensor, scale: Tensor):
+        super().__init__()
+        self.register_buffer("mean", torch.as_tensor(mean).clone())
+        self.register_buffer("scale", torch.as_tensor(scale).clone())
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Standardised input of the same shape as ``x``."""
+        return (x - self.mean) / self.scale
+
+
+class MultiTaskNet(nn.Module):
+    """Shared feature extractor plus optional learnable task heads.
+
+    ``forward(x)`` returns the shared features h(x) of shape (batch, n_features); the
+    heads (e.g. :class:`identrep.models.heads.JointHeads`) are applied by the loss or
+    by the estimator, and are ``None`` when they are solved in closed form (ridge).
+
+    Parameters
+    ----------
+    extractor : nn.Module
+        Maps (batch, n_inputs) to (batch, n_features).
+    heads : nn.Module or None
+        Task heads with learnable parameters, or None.
+    """
+
+    def __init__(self, extractor: nn.Module, heads: nn.Module | None = None):
+        super().__init__()
+        self.extractor = extractor
+        self.heads = heads
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Shared features of shape (batch, n_features)."""
+        return self.extractor(x)
+
+    @torch.no_grad()
+    def features(self, x: Tensor, chunk_size: int = 4096) -> Tensor:
+        """Features of a large input, computed in chunks without gradients.
+
+        Chunks of a few thousand rows keep the hidden activations in cache (on one
+        CPU core 2.4x faster than one 65536-row pass of a 100-200-20 MLP).
+        """
+        return torch.cat([self.extractor(c) for c in x.split(chunk_size)])
