@@ -365,7 +365,7 @@ def _stats_to_torch(stats: TaskStats, dev):
 
 def _jd_init(stats: TaskStats, d: int, sigma_s: float, rng, restart: int):
     """Initial mixing A from joint diagonalisation of residual covariances."""
-    b, R = stats.residual_covariances()
+    _, R = stats.residual_covariances()
     w = stats.n
     Rbar = np.einsum("t,tij->ij", w / w.sum(), R)
     ev, U = np.linalg.eigh(Rbar)
