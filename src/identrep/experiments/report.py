@@ -96,12 +96,12 @@ def build_report(df: pd.DataFrame) -> tuple[str, pd.DataFrame]:
         pub = published_results(table_name)
         how = ""
         if table_name == "table1":
-            how = (
+            how = f", {mixing} mixing" + (
                 " (the authors' mixing matrices)"
                 if source == "reference"
                 else " (mixing matrices from identrep's seeds)"
             )
-        lines.append(f"## {table.title}, {mixing} mixing{how}\n")
+        lines.append(f"## {table.title}{how}\n")
         shown = [
             (m, lab, sc) for m, lab, sc in table.metrics if f"{m}_mean" in part.columns
         ]
