@@ -32,7 +32,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from contextlib import contextmanager
@@ -59,6 +58,7 @@ from _reference_style import (
     reference_style_evaluation,
     train_reference_style,
 )
+from identrep.experiments.runner import environment  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 #: Number of in-training evaluations of the authors' 1000-epoch run
@@ -568,21 +568,6 @@ def build_notes(record: dict) -> list[str]:
     return notes
 
 
-def _git_describe() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=HERE,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-        return out.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 # ------------------------------------------------------------------------ main
 def main(argv: list[str] | None = None) -> dict:
     """Run the benchmark and write ``<out>/<name>.json`` and ``<out>/<name>.md``.
@@ -658,7 +643,7 @@ def main(argv: list[str] | None = None) -> dict:
         "numpy": np.__version__,
         "scipy": scipy.__version__,
         "identrep": ir.__version__,
-        "git": _git_describe(),
+        "git": environment()["git"] or "unknown",
         "blas_threads_limited": threadpool_limits is not None,
         "n_tasks": args.n_tasks,
         "n_samples": args.n_samples,

@@ -21,7 +21,7 @@ def _git_hash() -> str | None:
     here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
+            ["git", "describe", "--always", "--dirty"],
             cwd=here,
             capture_output=True,
             text=True,

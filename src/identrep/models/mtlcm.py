@@ -216,6 +216,8 @@ class MTLCM(IdentrepEstimator):
                 "n_latents or supply more features."
             )
         stats = task_statistics(data, chunk_size=int(self.chunk_size))
+        _, R = stats.residual_covariances()  # shared by every restart's start
+        Rbar = np.einsum("t,tij->ij", stats.n / stats.n.sum(), R)
         rng = check_random_state(self.random_state)
         dev = resolve_device(self.device)
         tens = _stats_to_torch(stats, dev)
@@ -225,7 +227,7 @@ class MTLCM(IdentrepEstimator):
         self.restart_log_likelihoods_ = []
         for r in range(int(self.n_init)):
             if self.init == "jd":
-                A0 = _jd_init(stats, d, self.sigma_s, rng, restart=r)
+                A0 = _jd_init(R, Rbar, stats.n, d, self.sigma_s, rng, restart=r)
             else:
                 A0 = _random_init(p, d, rng)
             res = _refine(
@@ -237,7 +239,7 @@ class MTLCM(IdentrepEstimator):
                 self.max_iter,
                 self.tol,
                 dev,
-                T=_preconditioner(A0, stats),
+                T=_preconditioner(A0, Rbar),
             )
             ll = -res["nll"]
             self.restart_log_likelihoods_.append(ll)
@@ -363,11 +365,9 @@ def _stats_to_torch(stats: TaskStats, dev):
     return f(stats.n), f(stats.Sxx), f(stats.sxy), f(stats.syy)
 
 
-def _jd_init(stats: TaskStats, d: int, sigma_s: float, rng, restart: int):
-    """Initial mixing A from joint diagonalisation of residual covariances."""
-    _, R = stats.residual_covariances()
-    w = stats.n
-    Rbar = np.einsum("t,tij->ij", w / w.sum(), R)
+def _jd_init(R, Rbar, w, d: int, sigma_s: float, rng, restart: int):
+    """Initial mixing A from joint diagonalisation of the residual covariances R
+    (T, p, p), their pooled mean Rbar and task weights w (sample counts)."""
     ev, U = np.linalg.eigh(Rbar)
     ev, U = ev[::-1][:d], U[:, ::-1][:, :d]
     if not ev[-1] > 1e-12 * max(ev[0], 1e-300):
@@ -398,7 +398,7 @@ def _random_init(p: int, d: int, rng):
     return rng.uniform(-bound, bound, size=(p, d))
 
 
-def _preconditioner(A0: np.ndarray, stats: TaskStats) -> np.ndarray:
+def _preconditioner(A0: np.ndarray, Rbar: np.ndarray) -> np.ndarray:
     """Linear change of variables A = T Theta that makes L-BFGS scale-free.
 
     T = Rbar^{1/2} [U0, U_perp], with Rbar the pooled residual covariance, U0 the
@@ -408,8 +408,6 @@ def _preconditioner(A0: np.ndarray, stats: TaskStats) -> np.ndarray:
     equivariant parameterisation as in ICA).
     """
     p, d = A0.shape
-    _, R = stats.residual_covariances()
-    Rbar = np.einsum("t,tij->ij", stats.n / stats.n.sum(), R)
     ev, U = np.linalg.eigh(Rbar)
     ev = np.maximum(ev, 1e-12 * ev.max())
     half = (U * np.sqrt(ev)) @ U.T
