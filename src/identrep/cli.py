@@ -55,16 +55,27 @@ def cmd_reproduce(args) -> int:
         print("No configuration left after --where.", file=sys.stderr)
         return 2
     out = Path(args.out or f"results/{args.table}")
-    print(
-        f"{table.title}\n{len(configs)} run(s) -> {out} (jobs={args.jobs})",
-        file=sys.stderr,
+    where = f"backend={args.backend}, jobs={args.jobs}" + (
+        f", scheduler={args.scheduler}" if args.scheduler else ""
     )
+    print(f"{table.title}\n{len(configs)} run(s) -> {out} ({where})", file=sys.stderr)
     if args.dry_run:
         for c in configs:
             print(c.run_id)
         return 0
     t0 = time.perf_counter()
-    run_sweep(configs, out, jobs=args.jobs, progress=not args.no_progress)
+    try:
+        run_sweep(
+            configs,
+            out,
+            jobs=args.jobs,
+            backend=args.backend,
+            scheduler=args.scheduler,
+            progress=not args.no_progress,
+        )
+    except (ImportError, RuntimeError, ValueError) as exc:
+        print(f"identrep reproduce: {exc}", file=sys.stderr)
+        return 2
     _, text = write_report(out)
     print(text)
     print(
@@ -269,6 +280,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--out", default=None, help="output folder (results/<table>)")
     r.add_argument("--jobs", type=int, default=1, help="worker processes")
+    r.add_argument(
+        "--backend",
+        default="loky",
+        choices=["loky", "dask"],
+        help="local processes (loky) or a Dask cluster (needs identrep[dask])",
+    )
+    r.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="address of a running Dask scheduler (with --backend dask); "
+        "without it a local cluster of --jobs workers is started",
+    )
     r.add_argument(
         "--where",
         action="append",

@@ -7,13 +7,17 @@ order of execution. Finished records are skipped, so an interrupted sweep resume
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from identrep.experiments.configs import RunConfig
-from identrep.experiments.io import load_records, write_record
+from identrep.experiments.executor import make_executor
+from identrep.experiments.io import atomic_write_text, load_records, write_record
 
 __all__ = ["record_path", "run_sweep"]
 
@@ -22,7 +26,10 @@ def record_path(out: str | Path, config: RunConfig) -> Path:
     return Path(out) / "records" / f"{config.run_id}.json"
 
 
-def _run_single_threaded(config: RunConfig, out: str) -> dict:
+def _run_single_threaded(config: RunConfig, out: str | None) -> dict:
+    """Run one configuration with one BLAS/torch thread; with ``out``, write its
+    record there as soon as it is finished (local workers), so a sweep killed at
+    any moment loses no finished run."""
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -31,8 +38,63 @@ def _run_single_threaded(config: RunConfig, out: str) -> dict:
     torch.set_num_threads(1)
     with threadpool_limits(limits=1):
         record = run(config)
-    write_record(record_path(out, config), record)
+    if out is not None:
+        write_record(record_path(out, config), record)
     return record
+
+
+class _SweepLock:
+    """``out/.sweep.lock`` holding this process's pid while a sweep writes to
+    ``out``: a second live sweep on the same folder is refused; a lock left by a
+    killed sweep (its pid gone) is taken over."""
+
+    def __init__(self, out: Path):
+        self.path = out / ".sweep.lock"
+
+    @staticmethod
+    def _alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # pragma: no cover - someone else's process
+            return True
+        return True
+
+    def __enter__(self):
+        try:
+            pid = int(self.path.read_text().strip() or 0)
+        except (FileNotFoundError, ValueError):
+            pid = 0
+        if pid and pid != os.getpid() and self._alive(pid):
+            raise RuntimeError(
+                f"Another sweep (pid {pid}) is writing to {self.path.parent}; "
+                f"wait for it, or remove {self.path} if that process is not a sweep."
+            )
+        atomic_write_text(self.path, f"{os.getpid()}\n")
+        return self
+
+    def __exit__(self, *exc):
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+def _remove_stale_temporaries(rec_dir: Path) -> int:
+    """Delete temporary files of record writes that a killed sweep left behind
+    (``.<name>.json.<random>.tmp``; never read as records)."""
+    n = 0
+    for p in rec_dir.glob(".*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+            n += 1
+    return n
+
+
+_PROGRESS_METRICS = (
+    ("mcc_task_spearman", "MCC task"),
+    ("mcc_pooled", "pooled"),
+    ("mtrn_weak_mcc", "weak"),
+)
 
 
 class _Progress:
@@ -50,12 +112,17 @@ class _Progress:
         elapsed = time.perf_counter() - self.t0
         eta = elapsed / self.done * (self.total - self.done)
         width = len(str(self.total))
+        shown = [
+            f"{label} {m[key]:.4f}"
+            for key, label in _PROGRESS_METRICS
+            if isinstance(m.get(key), (int, float))
+        ]
         print(
             f"[{self.done:>{width}}/{self.total}] {c['model']} d={c['n_latents']} "
             f"k={c['n_causal']} {c['mixing']} seed={c['seed']}: "
-            f"MCC task {m['mcc_task_spearman']:.4f} pooled {m['mcc_pooled']:.4f} "
-            f"({m['fit_seconds']:.1f} s fit; {elapsed:.0f} s elapsed, "
-            f"~{eta:.0f} s left)",
+            f"{' '.join(shown)} "
+            f"({m.get('fit_seconds', float('nan')):.1f} s fit; {elapsed:.0f} s "
+            f"elapsed, ~{eta:.0f} s left)",
             file=sys.stderr,
             flush=True,
         )
@@ -66,10 +133,18 @@ def run_sweep(
     out: str | Path,
     *,
     jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
     progress: bool = True,
     resume: bool = True,
 ) -> list[dict]:
     """Run ``configs``, writing ``out/records/<run_id>.json`` for each.
+
+    Every record is written atomically the moment its run finishes (by the worker
+    when it shares this file system, and again by this process when the result
+    arrives), so a sweep killed at any moment, SIGKILL included, keeps every
+    finished record and never leaves a partial one; run it again and it finishes
+    the remaining runs only.
 
     Parameters
     ----------
@@ -77,7 +152,13 @@ def run_sweep(
     out : path
         Output folder.
     jobs : int
-        Worker processes (joblib "loky"); 1 runs in this process.
+        Worker processes; 1 with the default backend runs in this process.
+    backend : {"loky", "dask"}
+        Local processes through joblib, or a Dask cluster (see
+        :mod:`identrep.experiments.executor`).
+    scheduler : str, optional
+        Address of a running Dask scheduler; without it ``backend="dask"`` starts
+        a local cluster of ``jobs`` workers.
     progress : bool
         Print one line per finished run to stderr.
     resume : bool
@@ -90,33 +171,33 @@ def run_sweep(
         order of ``configs``.
     """
     out = Path(out)
-    (out / "records").mkdir(parents=True, exist_ok=True)
+    rec_dir = out / "records"
+    rec_dir.mkdir(parents=True, exist_ok=True)
     ids = {c.run_id for c in configs}
     if len(ids) != len(configs):
         raise ValueError("configs contains duplicates.")
-    existing = {}
-    if resume:
-        existing = {r["run_id"]: r for r in load_records(out) if r["run_id"] in ids}
-    todo = [c for c in configs if c.run_id not in existing]
-    if progress and existing:
-        print(
-            f"Resuming: {len(existing)} of {len(configs)} runs already recorded in "
-            f"{out / 'records'}.",
-            file=sys.stderr,
-        )
-    bar = _Progress(len(todo), progress)
-    fresh = {}
-    if jobs == 1 or len(todo) <= 1:
-        for c in todo:
-            rec = _run_single_threaded(c, str(out))
-            fresh[rec["run_id"]] = rec
-            bar.update(rec)
-    else:
-        from joblib import Parallel, delayed
-
-        par = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")
-        for rec in par(delayed(_run_single_threaded)(c, str(out)) for c in todo):
-            fresh[rec["run_id"]] = rec
-            bar.update(rec)
+    executor = make_executor(backend, jobs, scheduler)
+    with _SweepLock(out):
+        _remove_stale_temporaries(rec_dir)
+        existing = {}
+        if resume:
+            existing = {r["run_id"]: r for r in load_records(out) if r["run_id"] in ids}
+        todo = [c for c in configs if c.run_id not in existing]
+        if progress and existing:
+            print(
+                f"Resuming: {len(existing)} of {len(configs)} runs already recorded "
+                f"in {rec_dir}.",
+                file=sys.stderr,
+            )
+        bar = _Progress(len(todo), progress)
+        fresh = {}
+        with executor:
+            worker_out = str(out) if executor.shared_filesystem else None
+            fn = functools.partial(_run_single_threaded, out=worker_out)
+            for rec in executor.map_unordered(fn, todo):
+                if worker_out is None:
+                    write_record(rec_dir / f"{rec['run_id']}.json", rec)
+                fresh[rec["run_id"]] = rec
+                bar.update(rec)
     allrec = {**existing, **fresh}
     return [allrec[c.run_id] for c in configs]
