@@ -173,3 +173,35 @@ def test_report_without_records_raises(tmp_path):
 def test_unknown_table_lists_known_ones():
     with pytest.raises(ValueError, match="known tables: table1"):
         get_table("table9")
+
+
+def test_report_writes_latex_and_plots_from_records_alone(tmp_path, monkeypatch):
+    configs = [
+        dataclasses.replace(SMALL, seed=s, n_latents=d, n_observed=d)
+        for s in range(2)
+        for d in (3, 4)
+    ]
+    run_sweep(configs, tmp_path, progress=False)
+    write_report(tmp_path)
+    tex = (tmp_path / "report.tex").read_text()
+    assert "\\toprule" in tex and "\\bottomrule" in tex
+    # one row per configuration; the paper's MTLCM number beside d = 3
+    body = tex.split("\\midrule")[1].split("\\bottomrule")[0].strip().splitlines()
+    assert len(body) == 2
+    assert "$99.95 \\pm 0.01$" in body[0]
+    png = tmp_path / "plots" / "table1_random_mcc_vs_n_latents.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "plots/table1_random_mcc_vs_n_latents.png" in (
+        tmp_path / "report.md"
+    ).read_text()
+    # without matplotlib the tables are still written and the report says why
+    import identrep.experiments.plots as plots
+
+    def no_matplotlib():
+        raise ImportError('Plots need matplotlib: pip install "identrep[plot]".')
+
+    monkeypatch.setattr(plots, "_pyplot", no_matplotlib)
+    (tmp_path / "report.tex").unlink()
+    write_report(tmp_path)
+    assert (tmp_path / "report.tex").exists()
+    assert "No plots: Plots need matplotlib" in (tmp_path / "report.md").read_text()

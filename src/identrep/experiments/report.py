@@ -10,7 +10,13 @@ import pandas as pd
 from identrep.experiments.io import atomic_write_text, load_records
 from identrep.experiments.tables import get_table, published_results
 
-__all__ = ["build_report", "records_to_frame", "summarise", "write_report"]
+__all__ = [
+    "build_latex",
+    "build_report",
+    "records_to_frame",
+    "summarise",
+    "write_report",
+]
 
 _CONFIG_COLS = [
     "table",
@@ -85,6 +91,23 @@ def _pm(mean: float, std: float, scale: float, digits: int = 2) -> str:
     return f"{mean * scale:.{digits}f} ± {std * scale:.{digits}f}"
 
 
+def _published(pub, table, row, metric, model, mixing):
+    """The paper's (mean, std) x100 for this row's configuration: of ``model``, or
+    of the row's own model when ``model`` is None; (None, None) if there is none."""
+    model = row["model"] if model is None else model
+    if mixing != table.published_mixing or f"{metric}_mean" not in row.index:
+        return None, None
+    if pd.isna(row[f"{metric}_mean"]):
+        return None, None
+    match = pub[
+        (pub["model"] == model)
+        & np.logical_and.reduce([pub[k] == row[k] for k in table.keys])
+    ]
+    if not len(match):
+        return None, None
+    return float(match["mcc_mean"].iloc[0]), float(match["mcc_std"].iloc[0])
+
+
 def build_report(df: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     """Markdown report with our mean ± std beside the published numbers."""
     summ = summarise(df)
@@ -123,21 +146,12 @@ def build_report(df: pd.DataFrame) -> tuple[str, pd.DataFrame]:
                     _pm(row.get(f"{m}_mean"), row.get(f"{m}_std"), scale, digits)
                 )
             for metric, model, _ in table.compare:
-                match = pub[
-                    (pub["model"] == model)
-                    & np.logical_and.reduce([pub[k] == row[k] for k in table.keys])
-                ]
-                if (
-                    len(match)
-                    and mixing == table.published_mixing
-                    and f"{metric}_mean" in row.index
-                ):
-                    pm = float(match["mcc_mean"].iloc[0])
-                    ps = float(match["mcc_std"].iloc[0])
+                pm, ps = _published(pub, table, row, metric, model, mixing)
+                if pm is None:
+                    cells += ["-", "-"]
+                else:
                     ours = row[f"{metric}_mean"] * 100
                     cells += [f"{pm:.2f} ± {ps:.2f}", f"{ours - pm:+.2f}"]
-                else:
-                    cells += ["-", "-"]
             lines.append("| " + " | ".join(cells) + " |")
         if mixing != table.published_mixing:
             lines.append(f"\n(The paper reports {table.published_mixing} mixing only.)")
@@ -161,14 +175,96 @@ def build_report(df: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     return "\n".join(lines) + "\n", summ
 
 
-def write_report(out: str | Path) -> tuple[pd.DataFrame, str]:
-    """Rebuild results.csv and report.md in ``out`` from its records alone."""
+_LATEX_ESCAPES = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#"}
+
+
+def _tex(text: str) -> str:
+    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in str(text))
+
+
+def build_latex(summ: pd.DataFrame) -> str:
+    """LaTeX (booktabs) tables of a summary: per table and mixing, one row per
+    model and configuration with our mean ± std (x100) of the compared metrics and
+    the paper's numbers beside them; the best model of each configuration is set
+    in bold (on our main metric)."""
+    chunks = [
+        "% identrep results; needs \\usepackage{booktabs}. Mean $\\pm$ std "
+        "over seeds (x100)."
+    ]
+    for (table_name, mixing, source), part in summ.groupby(
+        ["table", "mixing", "mixing_source"], sort=False
+    ):
+        table = get_table(table_name)
+        pub = published_results(table_name)
+        main = table.compare[-1][0]
+        best = {}
+        if f"{main}_mean" in part.columns:
+            for key, grp in part.groupby(list(table.keys)):
+                vals = grp[f"{main}_mean"]
+                if vals.notna().any():
+                    best[key if isinstance(key, tuple) else (key,)] = grp.loc[
+                        vals.idxmax(), "model"
+                    ]
+        head = ["model", *[k.replace("n_", "") for k in table.keys]]
+        labels = {m: lab for m, lab, _ in table.metrics}
+        for metric, _, label in table.compare:
+            head += [f"{labels.get(metric, metric)}", label]
+        lines = [
+            "\\begin{table}[t]",
+            "\\centering\\small",
+            f"\\caption{{{_tex(table.title)}, {_tex(mixing)} mixing "
+            f"({_tex(source)} matrices).}}",
+            f"\\begin{{tabular}}{{l{'r' * (len(head) - 1)}}}",
+            "\\toprule",
+            " & ".join(_tex(h) for h in head) + " \\\\",
+            "\\midrule",
+        ]
+        previous_model = None
+        for _, row in part.sort_values(["model", *table.keys]).iterrows():
+            if previous_model is not None and row["model"] != previous_model:
+                lines.append("\\midrule")
+            previous_model = row["model"]
+            key = tuple(row[k] for k in table.keys)
+            cells = [_tex(row["model"]), *[str(int(v)) for v in key]]
+            for metric, model, _ in table.compare:
+                mean = row.get(f"{metric}_mean")
+                if mean is None or pd.isna(mean):
+                    ours = "--"
+                else:
+                    ours = f"${mean * 100:.2f} \\pm {row[f'{metric}_std'] * 100:.2f}$"
+                    if metric == main and best.get(key) == row["model"]:
+                        ours = f"$\\mathbf{{{mean * 100:.2f}}} \\pm " + (
+                            f"{row[f'{metric}_std'] * 100:.2f}$"
+                        )
+                pm, ps = _published(pub, table, row, metric, model, mixing)
+                paper = "--" if pm is None else f"${pm:.2f} \\pm {ps:.2f}$"
+                cells += [ours, paper]
+            lines.append(" & ".join(cells) + " \\\\")
+        lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}", ""]
+        chunks.append("\n".join(lines))
+    return "\n\n".join(chunks) + "\n"
+
+
+def write_report(out: str | Path, *, plots: bool = True) -> tuple[pd.DataFrame, str]:
+    """Rebuild ``results.csv``, ``report.md``, ``report.tex`` and (with
+    matplotlib) ``plots/*.png`` in ``out`` from its records alone."""
     out = Path(out)
     df = records_to_frame(load_records(out))
     if df.empty:
         raise ValueError(f"No records in {out / 'records'}; nothing to report.")
     atomic_write_text(out / "results.csv", df.to_csv(index=False))
-    text, _ = build_report(df)
+    text, summ = build_report(df)
+    atomic_write_text(out / "report.tex", build_latex(summ))
+    figures = ""
+    if plots:
+        from identrep.experiments.plots import plot_summary
+
+        try:
+            paths = plot_summary(summ, out / "plots")
+        except ImportError as exc:
+            figures = f"\n(No plots: {exc})\n"
+        else:
+            figures = "".join(f"\n![{p.stem}](plots/{p.name})\n" for p in paths)
     header = "# identrep results\n\nRebuilt from the records in `records/`.\n\n"
-    atomic_write_text(out / "report.md", header + text)
+    atomic_write_text(out / "report.md", header + text + figures)
     return df, text
