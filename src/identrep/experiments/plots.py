@@ -7,11 +7,11 @@ rendered off-screen (Agg) and written atomically.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
+from identrep.experiments.io import atomic_path
 from identrep.experiments.tables import get_table, published_results
 
 __all__ = ["plot_summary", "save_figure"]
@@ -24,20 +24,11 @@ _KEY_LABELS = {
 
 
 def save_figure(fig, path: str | os.PathLike, dpi: int = 130) -> Path:
-    """Save a matplotlib figure atomically (temporary file, then rename)."""
+    """Save a matplotlib figure atomically (see :func:`~identrep.experiments.io.
+    atomic_path`); the format follows the suffix of ``path``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent
-    )
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=dpi, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=path.suffix[1:])
     return path
 
 
