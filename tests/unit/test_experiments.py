@@ -39,12 +39,21 @@ def test_run_config_validates_choices():
 
 def test_run_ids_are_unique_and_stable():
     grid = get_table("table1").grid(seeds=5)
-    assert len(grid) == 45
+    assert len(grid) == 5 * 45  # MTLCM and four baselines
     ids = [c.run_id for c in grid]
-    assert len(set(ids)) == 45
+    assert len(set(ids)) == len(ids)
     assert ids == [c.run_id for c in get_table("table1").grid(seeds=5)]
     assert get_table("table1").grid(seeds=5, quick=True)[0].seed == 0
-    assert len(get_table("table1").grid(quick=True)) == 9
+    assert len(get_table("table1").grid(quick=True, models=["MTLCM"])) == 9
+    assert {c.model for c in get_table("table2").grid(quick=True)} == {
+        "MTLCM",
+        "iVAE",
+        "MT-iVAE",
+        "iCaRL",
+        "MT-iCaRL",
+    }
+    with pytest.raises(ValueError, match="models must be a non-empty subset"):
+        get_table("table1").grid(models=["PCA"])
 
 
 def test_derived_seeds_depend_on_content_not_order():

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 _MIXINGS = ("random", "orthogonal", "identity", "mlp")
-_MODELS = ("MTLCM",)
+BASELINES = ("iVAE", "MT-iVAE", "iCaRL", "MT-iCaRL")
+MODELS = ("MTLCM", *BASELINES)
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,8 @@ class RunConfig:
     table : str
         Registry id ("table1", ...).
     model : str
-        Model name as in the paper's rows ("MTLCM", ...).
+        Model name as in the paper's rows: "MTLCM" (Table 2: MTRN then MTLCM) or
+        a baseline "iVAE", "MT-iVAE", "iCaRL", "MT-iCaRL".
     n_latents, n_causal, n_observed : int
         Latent dimension d, causal latents per task k, observed dimension p.
     n_tasks, n_samples : int
@@ -35,7 +37,8 @@ class RunConfig:
     heads : str or None
         MTRN head solver for the non-linear tables (None: the library default).
     max_epochs : int or None
-        MTRN epoch budget (None: the library default, with early stopping).
+        Epoch budget of the trained network (MTRN, or the baseline's VAE; None:
+        the default of the table, see ``identrep.experiments.runner``).
     mixing_source : {"reference", "seeded"}
         "reference" draws the d x d mixing matrix exactly as the authors' code does
         for seed index s (``torch.manual_seed(s); torch.randn(d, d)``), so the
@@ -65,8 +68,8 @@ class RunConfig:
             )
         if self.mixing not in _MIXINGS:
             raise ValueError(f"mixing must be one of {_MIXINGS}; got {self.mixing!r}.")
-        if self.model not in _MODELS:
-            raise ValueError(f"model must be one of {_MODELS}; got {self.model!r}.")
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {MODELS}; got {self.model!r}.")
         for name in ("n_latents", "n_observed", "n_tasks", "n_samples", "n_init"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}.")

@@ -10,7 +10,7 @@ from importlib import resources
 
 import pandas as pd
 
-from identrep.experiments.configs import RunConfig
+from identrep.experiments.configs import MODELS, RunConfig
 
 __all__ = ["TABLES", "Table", "get_table", "published_results"]
 
@@ -24,7 +24,7 @@ class Table:
     name : str
     title : str
     grid : callable
-        ``grid(seeds, quick, mixing, mixing_source) -> list[RunConfig]``.
+        ``grid(seeds, quick, mixing, mixing_source, models) -> list[RunConfig]``.
     published : str
         CSV file (shipped in ``identrep/experiments/published``) with the paper's
         numbers (x100, columns ``model``, the key fields, ``mcc_mean``, ``mcc_std``).
@@ -63,21 +63,37 @@ TABLE1_DIMS = (
 TABLE2_DIMS = tuple(itertools.product((4, 8, 12), (50, 100, 200)))  # (k, p)
 
 
+def _check_models(models) -> tuple[str, ...]:
+    models = tuple(models)
+    unknown = [m for m in models if m not in MODELS]
+    if unknown or not models:
+        raise ValueError(
+            f"models must be a non-empty subset of {MODELS}; got {models}."
+        )
+    return models
+
+
 def _table1_grid(
     seeds: int = 5,
     quick: bool = False,
     mixing: str = "random",
     mixing_source: str = "reference",
+    models=MODELS,
 ) -> list[RunConfig]:
-    """Chen et al. Table 1: 9 (k, d) configurations, 200 tasks x 100 samples.
+    """Chen et al. Table 1: 9 (k, d) configurations, 200 tasks x 100 samples,
+    for each model (MTLCM and the four baselines by default).
 
     ``quick`` keeps every configuration but one seed.
     """
     n_seeds = min(seeds, 1) if quick else seeds
     base = RunConfig(table="table1", mixing=mixing, mixing_source=mixing_source)
     return [
-        dataclasses.replace(base, n_causal=k, n_latents=d, n_observed=d, seed=s)
-        for (k, d), s in itertools.product(TABLE1_DIMS, range(n_seeds))
+        dataclasses.replace(
+            base, model=m, n_causal=k, n_latents=d, n_observed=d, seed=s
+        )
+        for m, (k, d), s in itertools.product(
+            _check_models(models), TABLE1_DIMS, range(n_seeds)
+        )
     ]
 
 
@@ -86,9 +102,11 @@ def _table2_grid(
     quick: bool = False,
     mixing: str = "random",
     mixing_source: str = "reference",
+    models=MODELS,
 ) -> list[RunConfig]:
     """Chen et al. Table 2: 20 latents, k in {4, 8, 12}, p in {50, 100, 200},
-    500 tasks x 200 samples, random MLP mixing; MTRN then MTLCM.
+    500 tasks x 200 samples, random MLP mixing; MTRN then MTLCM ("MTLCM"), and
+    the four baselines.
 
     ``quick`` keeps every configuration with one seed and 200 tasks.
     """
@@ -103,8 +121,10 @@ def _table2_grid(
         mixing="mlp",
     )
     return [
-        dataclasses.replace(base, n_causal=k, n_observed=p, seed=s)
-        for (k, p), s in itertools.product(TABLE2_DIMS, range(n_seeds))
+        dataclasses.replace(base, model=m, n_causal=k, n_observed=p, seed=s)
+        for m, (k, p), s in itertools.product(
+            _check_models(models), TABLE2_DIMS, range(n_seeds)
+        )
     ]
 
 
