@@ -1,6 +1,10 @@
 """Synthetic processes (``make_*``, numpy only) and real-data loaders."""
 
 from identrep.datasets.bundle import TaskData
+from identrep.datasets.superconductivity import (
+    compute_superconductivity_features,
+    load_superconductivity,
+)
 from identrep.datasets.synthetic import (
     make_linear_tasks,
     make_mixing,
@@ -10,6 +14,8 @@ from identrep.datasets.synthetic import (
 
 __all__ = [
     "TaskData",
+    "compute_superconductivity_features",
+    "load_superconductivity",
     "make_linear_tasks",
     "make_mixing",
     "make_nonlinear_tasks",
