@@ -1,6 +1,7 @@
 """Synthetic processes (``make_*``, numpy only) and real-data loaders."""
 
 from identrep.datasets.bundle import TaskData
+from identrep.datasets.segments import make_segment_sources
 from identrep.datasets.superconductivity import (
     compute_superconductivity_features,
     load_superconductivity,
@@ -19,5 +20,6 @@ __all__ = [
     "make_linear_tasks",
     "make_mixing",
     "make_nonlinear_tasks",
+    "make_segment_sources",
     "make_task_latents",
 ]

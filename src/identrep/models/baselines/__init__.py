@@ -1,1 +1,5 @@
 """Baseline models from the papers Chen et al. (2024) compare against."""
+
+from identrep.models.baselines.ivae import IVAE, MTIVAE, VAE
+
+__all__ = ["IVAE", "MTIVAE", "VAE"]

@@ -566,6 +566,8 @@ class ConditionalVAEEstimator(IdentrepEstimator):
     lr, batch_size, max_epochs, patience, val_fraction, grad_clip, device, dtype,
     random_state, verbose
         As in :class:`~identrep.models.mtrn.MTRN`.
+    lr_schedule : {None, "cosine"}, optional
+        Read with ``getattr`` (absent means None), passed to ``fit_module``.
     """
 
     # ---------------------------------------------------------- conditioning
@@ -641,6 +643,9 @@ class ConditionalVAEEstimator(IdentrepEstimator):
                 f"{self.decoder_var!r}."
             )
         self._pos_float("lr", self.lr)
+        schedule = getattr(self, "lr_schedule", None)
+        if schedule not in (None, "cosine"):
+            raise ValueError(f"lr_schedule must be None or 'cosine'; got {schedule!r}.")
         if not (
             isinstance(self.val_fraction, (int, float, np.floating))
             and 0 <= self.val_fraction < 1
@@ -692,13 +697,18 @@ class ConditionalVAEEstimator(IdentrepEstimator):
                     "u) is conditioned on the target. Pass y of shape (n_samples,) "
                     "(or fit with condition_encoder=False to encode from X alone)."
                 )
-            if np.ndim(y) == 2 and np.shape(y)[1] != 1:
+            ya = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+            if ya.ndim == 2 and ya.shape[1] == 1:
+                ya = ya[:, 0]
+            if ya.ndim == 2:
                 raise DataError(
                     "transform takes the long layout: y of shape (n_samples,) with "
-                    f"task_ids; got y of shape {np.shape(y)}. Convert wide data "
+                    f"task_ids; got y of shape {ya.shape}. Convert wide data "
                     "with identrep.utils.validation.wide_to_long."
                 )
-            yv = check_array(np.reshape(np.asarray(y), (n, -1))[:, 0], "y", ndim=1)
+            yv = check_array(ya, "y", ndim=1)
+            if yv.shape != (n,):
+                raise DataError(f"y must have shape ({n},) to match X; got {yv.shape}.")
         else:
             yv = np.zeros(n)
         if cond and self._task_mode() is not None:
@@ -712,8 +722,6 @@ class ConditionalVAEEstimator(IdentrepEstimator):
             codes = check_task_ids(task_ids, n, self.tasks_)
         else:
             codes = np.zeros(n, dtype=np.int64)
-        if np.shape(yv) != (n,):
-            raise DataError(f"y must have shape ({n},) to match X; got {yv.shape}.")
         return X, yv, codes
 
     # --------------------------------------------------------------- hooks
@@ -869,6 +877,7 @@ class ConditionalVAEEstimator(IdentrepEstimator):
                 val_batches=val_b,
                 patience=self.patience,
                 grad_clip=self.grad_clip,
+                lr_schedule=getattr(self, "lr_schedule", None),
                 post_epoch=post_epoch,
                 progress=bool(self.verbose),
                 desc=self._desc(),

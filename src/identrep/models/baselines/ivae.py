@@ -1,0 +1,593 @@
+"""iVAE (Khemakhem et al., 2020), MT-iVAE (Chen et al., 2024) and a plain VAE.
+
+The identifiable VAE observes an auxiliary variable u and models
+
+* prior ``p(z | u) = prod_k N(z_k; m_k(u), exp(l_k(u)))`` (or Laplace), with
+  ``m = 0`` (the authors' code) or learned, and ``l = MLP(u)`` soft-clamped;
+* decoder ``x | z ~ N(f(z), sigma^2 I)`` with fixed ``sigma^2`` (or learned);
+* encoder ``q(z | x, u) = N(g(x, u), diag(exp(h(x, u))))``.
+
+When u takes enough distinct values that modulate the prior variances (e.g. more
+segments than latents, variance-modulated sources), z is identified up to
+permutation and component-wise affine maps (Khemakhem et al., Theorem 1): score it
+with Pearson :func:`~identrep.metrics.mcc`. A plain VAE (u absent, p(z) = N(0, I))
+is rotation-invariant and does not identify z.
+
+How u is built (``conditioning``):
+
+* :class:`IVAE`: ``"target"`` (default) u = y, pooling all tasks (Chen et al.'s
+  comparison); ``"task"`` u = one-hot task code (the original iVAE: a segment or
+  environment label); ``"target+task"`` u = [y, one-hot task].
+* :class:`MTIVAE`: the task enters through a learnable embedding ``E_t``:
+  ``"target+task"`` (default) u = [y, E_t]; ``"task"`` u = E_t.
+* :class:`VAE`: no u.
+
+The targets are standardised (pooled over tasks) before they enter u, and the
+inputs are standardised before the encoder; both maps live in ``module_``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from identrep._typing import Seed
+from identrep.models.baselines._vae import (
+    ConditionalVAE,
+    ConditionalVAEEstimator,
+    VAEBatch,
+    gaussian_log_prob,
+    neg_elbo_loss,
+)
+from identrep.utils.validation import MultiTaskArrays
+
+__all__ = [
+    "IVAE",
+    "MTIVAE",
+    "VAE",
+    "aggregate_posterior_log_probs",
+    "weighted_elbo_loss",
+]
+
+_OBJECTIVES = ("elbo", "weighted")
+_PAPER_WEIGHTS = (100.0, 1.0, 0.0, 10.0)
+
+
+# =========================================================== pure functions
+def aggregate_posterior_log_probs(
+    z: Tensor, mean: Tensor, log_var: Tensor, n_data: int
+) -> tuple[Tensor, Tensor]:
+    """Minibatch-weighted-sampling estimates of log q(z) and sum_k log q(z_k).
+
+    With a minibatch of B encoder distributions q(z | x_j) (``mean``, ``log_var``)
+    from a data set of ``n_data`` samples, the aggregate posterior at each sample
+    ``z_i`` is estimated as (Chen et al., 2018, beta-TCVAE)::
+
+        log q(z_i)   ~ logsumexp_j log q(z_i | x_j)           - log(n_data * B)
+        log q(z_ik)  ~ logsumexp_j log q(z_ik | x_j)          - log(n_data * B)
+
+    Parameters
+    ----------
+    z, mean, log_var : Tensor of shape (B, n_latents)
+    n_data : int
+        Training-set size N.
+
+    Returns
+    -------
+    log_qz : Tensor of shape (B,)
+    log_qz_product : Tensor of shape (B,)
+        ``sum_k log q(z_ik)``.
+    """
+    # (B_i, B_j, d): log q(z_ik | x_j)
+    lp = -0.5 * (
+        math.log(2.0 * math.pi)
+        + log_var[None]
+        + (z[:, None, :] - mean[None]).square() * torch.exp(-log_var[None])
+    )
+    log_norm = math.log(float(n_data) * z.shape[0])
+    log_qz = torch.logsumexp(lp.sum(-1), dim=1) - log_norm
+    log_qz_prod = (torch.logsumexp(lp, dim=1) - log_norm).sum(-1)
+    return log_qz, log_qz_prod
+
+
+def weighted_elbo_loss(
+    module: ConditionalVAE,
+    batch: VAEBatch,
+    *,
+    weights: Sequence[float],
+    n_data: int,
+) -> tuple[Tensor, int]:
+    """The iVAE authors' weighted, TC-decomposed objective (negated, batch mean).
+
+    With one sample z ~ q(z | x, u) and the estimates of
+    :func:`aggregate_posterior_log_probs`, the per-sample objective is::
+
+        a log p(x | z) - b [log q(z | x, u) - log q(z)]
+                       - c [log q(z) - sum_k log q(z_k)]
+                       - d [sum_k log q(z_k) - log p(z | u)],
+
+    the reconstruction, index-code mutual information, total correlation and
+    dimension-wise KL terms. With ``a = b = c = d = 1`` the aggregate-posterior
+    terms cancel and it is the one-sample ELBO. The authors' iVAE config uses
+    ``(a, b, c, d) = (100, 1, 0, 10)``; the estimate is biased for small batches.
+
+    Parameters
+    ----------
+    module : ConditionalVAE
+    batch : VAEBatch
+    weights : (a, b, c, d)
+    n_data : int
+        Training-set size N.
+
+    Returns
+    -------
+    loss : Tensor, scalar
+    n : int
+    """
+    a, b, c, d = (float(w) for w in weights)
+    out = module(batch.x, batch.y, batch.task)
+    log_px = gaussian_log_prob(out.x, out.x_mean, out.x_log_var)
+    log_qz_x = gaussian_log_prob(out.z, out.z_mean, out.z_log_var)
+    log_pz = module.prior.log_prob(out.z, out.prior_mean, out.prior_log_var)
+    log_qz, log_qz_prod = aggregate_posterior_log_probs(
+        out.z, out.z_mean, out.z_log_var, n_data
+    )
+    obj = (
+        a * log_px
+        - b * (log_qz_x - log_qz)
+        - c * (log_qz - log_qz_prod)
+        - d * (log_qz_prod - log_pz)
+    )
+    return -obj.mean(), batch.x.shape[0]
+
+
+class _WeightedObjective:
+    """Training loss: weighted objective (optionally annealed); validation: -ELBO.
+
+    ``fit_module`` puts the module in train mode for optimisation steps and in eval
+    mode for validation, so early stopping and model selection always use the
+    plain negative ELBO, whatever the training weights. With ``anneal`` the
+    weights move linearly from ``weights`` (epoch 1) to (1, 1, 1, 1) over the
+    first ``ceil(max_epochs / 1.6)`` epochs, then stay at the plain ELBO; the
+    epoch counter is advanced by :meth:`step` (the ``post_epoch`` hook).
+    """
+
+    def __init__(self, weights, n_data: int, anneal: bool, max_epochs: int):
+        self.weights = tuple(float(w) for w in weights)
+        self.n_data, self.anneal = int(n_data), bool(anneal)
+        self.n_anneal = max(math.ceil(max_epochs / 1.6), 1)
+        self.epoch = 0
+
+    def current_weights(self) -> tuple[float, ...]:
+        if not self.anneal:
+            return self.weights
+        frac = min(self.epoch / self.n_anneal, 1.0)
+        return tuple(w + frac * (1.0 - w) for w in self.weights)
+
+    def __call__(self, module, batch):
+        if not module.training:
+            return neg_elbo_loss(module, batch)
+        return weighted_elbo_loss(
+            module, batch, weights=self.current_weights(), n_data=self.n_data
+        )
+
+    def step(self, module) -> None:
+        self.epoch += 1
+
+
+# =============================================================== estimators
+class IVAE(ConditionalVAEEstimator):
+    """Identifiable VAE (Khemakhem et al., 2020) conditioned on the target or task.
+
+    See the module docstring for the model. ``fit`` maximises the ELBO (or the
+    authors' weighted objective) with Adam on minibatches, early-stopping on the
+    validation negative ELBO (:func:`identrep.training.fit_module`).
+    ``transform(X, y, task_ids=...)`` returns the encoder mean: **the encoder
+    q(z | x, u) needs u at transform time**, i.e. ``y`` for target conditioning
+    and ``task_ids`` (tasks seen in fit) for task conditioning, unless
+    ``condition_encoder=False`` (encoder q(z | x), transform from ``X`` alone).
+
+    Parameters
+    ----------
+    n_latents : int, default=10
+        Latent dimension d.
+    conditioning : {"target", "task", "target+task"}, default="target"
+        What u is: the target y (standardised, pooled over tasks), the one-hot task
+        (segment) code, or both concatenated.
+    encoder : {"linear", "mlp"}, default="mlp"
+        Encoder architecture (linear: the mean and log-variance are affine in
+        [x, u]); also the decoder's unless ``decoder`` is set. Use "linear" for a
+        linear mixing (Table 1), "mlp" otherwise.
+    decoder : {"linear", "mlp"} or None, default=None
+        Decoder architecture (None: as ``encoder``).
+    hidden_sizes : sequence of int, optional
+        Hidden widths of the MLP encoder/decoder and of the prior network (an MLP
+        whatever ``encoder`` is); default one layer of width
+        ``max(2 * n_features, 32)``.
+    activation : str, default="leaky_relu"
+        Hidden activation (see :class:`~identrep.models.nets.MLP`).
+    prior : {"gaussian", "laplace"}, default="gaussian"
+        Family of the factorised prior p(z | u).
+    learn_prior_mean : bool, default=False
+        Also learn the prior mean m(u) (the authors' code fixes it to 0).
+    decoder_var : float or "learned", default=0.01
+        Observation-noise variance of the decoder on the standardised inputs
+        (0.01 as in the icebeem iVAE), or a learned per-feature variance.
+    condition_encoder : bool, default=True
+        Feed u to the encoder (the iVAE encoder q(z | x, u)).
+    objective : {"elbo", "weighted"}, default="elbo"
+        The plain ELBO, or the authors' TC-decomposed weighted objective
+        (:func:`weighted_elbo_loss`). Validation always uses the plain ELBO.
+    elbo_weights : (float, float, float, float), optional
+        (a, b, c, d) of the weighted objective; default (100, 1, 0, 10), the
+        authors' ``configs/ivae.yaml``.
+    anneal : bool, default=False
+        With ``objective="weighted"``, move the weights linearly to (1, 1, 1, 1)
+        over the first ``max_epochs / 1.6`` epochs (a simplification of the
+        icebeem schedule), then train on the plain ELBO.
+    lr : float, default=1e-3
+        Adam learning rate.
+    lr_schedule : {None, "cosine"}, default=None
+        Constant learning rate, or cosine annealing to 1% of ``lr`` over
+        ``max_epochs`` (see :func:`~identrep.training.fit_module`); the latter
+        suits a fixed epoch budget.
+    batch_size : int, default=512
+    max_epochs : int, default=100
+    patience : int or None, default=10
+        Early-stopping patience in epochs (None: run ``max_epochs`` epochs, still
+        restoring the best validation epoch).
+    val_fraction : float, default=0.1
+        Fraction of each task's samples held out for validation (0: none).
+    grad_clip : float, optional
+        Clip the gradient norm to this value.
+    device : str, default="cpu"
+    dtype : {"float32", "float64"}, default="float32"
+    random_state : int, Generator or None
+        Seeds the initialisation, the validation split, the batch order and the
+        reparameterisation noise.
+    verbose : bool, default=False
+
+    Attributes
+    ----------
+    module_ : ConditionalVAE
+        The trained model (in eval mode); ``module_.encode(x, y, task)`` maps raw
+        tensors to the encoder parameters.
+    history_ : dict
+        From :func:`~identrep.training.fit_module` (losses in nats per sample on
+        the standardised inputs).
+    tasks_ : ndarray of shape (n_tasks,)
+        Task labels seen in fit (one task ``[0]`` when fitted without task ids).
+    n_tasks_ : int
+    n_features_in_ : int
+    fit_seconds_ : float
+
+    References
+    ----------
+    I. Khemakhem, D. P. Kingma, R. P. Monti, A. Hyvarinen (2020). Variational
+    autoencoders and nonlinear ICA: a unifying framework. AISTATS.
+
+    Examples
+    --------
+    >>> import identrep as ir
+    >>> from identrep.models.baselines import IVAE
+    >>> data = ir.datasets.make_segment_sources(n_segments=5, n_per_segment=40,
+    ...     n_latents=2, n_observed=3, random_state=0)
+    >>> m = IVAE(n_latents=2, conditioning="task", max_epochs=2,
+    ...          random_state=0).fit(data.X, task_ids=data.task_ids)
+    >>> m.transform(data.X, task_ids=data.task_ids).shape
+    (200, 2)
+    """
+
+    _CONDITIONINGS = ("target", "task", "target+task")
+
+    def __init__(
+        self,
+        n_latents: int = 10,
+        *,
+        conditioning: str = "target",
+        encoder: str = "mlp",
+        decoder: str | None = None,
+        hidden_sizes: Sequence[int] | None = None,
+        activation: str = "leaky_relu",
+        prior: str = "gaussian",
+        learn_prior_mean: bool = False,
+        decoder_var: float | str = 0.01,
+        condition_encoder: bool = True,
+        objective: str = "elbo",
+        elbo_weights: Sequence[float] | None = None,
+        anneal: bool = False,
+        lr: float = 1e-3,
+        lr_schedule: str | None = None,
+        batch_size: int = 512,
+        max_epochs: int = 100,
+        patience: int | None = 10,
+        val_fraction: float = 0.1,
+        grad_clip: float | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        random_state: Seed = None,
+        verbose: bool = False,
+    ):
+        self.n_latents = n_latents
+        self.conditioning = conditioning
+        self.encoder = encoder
+        self.decoder = decoder
+        self.hidden_sizes = hidden_sizes
+        self.activation = activation
+        self.prior = prior
+        self.learn_prior_mean = learn_prior_mean
+        self.decoder_var = decoder_var
+        self.condition_encoder = condition_encoder
+        self.objective = objective
+        self.elbo_weights = elbo_weights
+        self.anneal = anneal
+        self.lr = lr
+        self.lr_schedule = lr_schedule
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.val_fraction = val_fraction
+        self.grad_clip = grad_clip
+        self.device = device
+        self.dtype = dtype
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ---------------------------------------------------------- conditioning
+    def _uses_target(self) -> bool:
+        return self.conditioning in ("target", "target+task")
+
+    def _task_mode(self) -> str | None:
+        return "onehot" if self.conditioning in ("task", "target+task") else None
+
+    # ---------------------------------------------------------------- params
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if self.conditioning not in self._CONDITIONINGS:
+            raise ValueError(
+                f"conditioning must be one of {self._CONDITIONINGS} for "
+                f"{type(self).__name__}; got {self.conditioning!r}."
+            )
+        if self.objective not in _OBJECTIVES:
+            raise ValueError(
+                f"objective must be one of {_OBJECTIVES}; got {self.objective!r}."
+            )
+        if self.elbo_weights is not None:
+            w = np.asarray(self.elbo_weights, dtype=object)
+            ok = w.shape == (4,) and all(
+                isinstance(v, (int, float, np.integer, np.floating))
+                and not isinstance(v, bool)
+                and np.isfinite(v)
+                and v >= 0
+                for v in w
+            )
+            if not ok:
+                raise ValueError(
+                    "elbo_weights must be four non-negative numbers (a, b, c, d); "
+                    f"got {self.elbo_weights!r}."
+                )
+
+    def _make_loss(self, n_train: int):
+        if self.objective == "elbo":
+            return neg_elbo_loss, None
+        weights = _PAPER_WEIGHTS if self.elbo_weights is None else self.elbo_weights
+        obj = _WeightedObjective(weights, n_train, self.anneal, int(self.max_epochs))
+        return obj, obj.step
+
+    def _desc(self) -> str:
+        return f"{type(self).__name__}[{self.conditioning}]"
+
+
+class MTIVAE(IVAE):
+    """Multi-task iVAE: u = [y, E_t] with a learnable task embedding E (Chen et al.).
+
+    An :class:`IVAE` whose task conditioning goes through an explicit embedding
+    table ``E`` of shape (n_tasks, embedding_dim), trained jointly by the ELBO, so
+    the learned task parameters can be inspected (``task_embeddings_``). Task ids
+    are required in fit and (with ``condition_encoder=True``) in transform.
+
+    Parameters
+    ----------
+    n_latents : int, default=10
+    conditioning : {"target+task", "task"}, default="target+task"
+        u = [standardised y, E_t], or u = E_t alone (e.g. segments as tasks, no
+        target).
+    embedding_dim : int, optional
+        Dimension of E_t; default ``n_latents``.
+    **other parameters
+        As in :class:`IVAE`.
+
+    Attributes
+    ----------
+    task_embeddings_ : ndarray of shape (n_tasks, embedding_dim)
+        The learned E, rows in the order of ``tasks_``.
+    module_, history_, tasks_, n_tasks_, n_features_in_, fit_seconds_
+        As in :class:`IVAE`.
+
+    References
+    ----------
+    W. Chen, J. Horwood, J. Heo, J. M. Hernandez-Lobato (2024). Leveraging task
+    structures for improved identifiability in neural network representations. TMLR.
+
+    Examples
+    --------
+    >>> import identrep as ir
+    >>> from identrep.models.baselines import MTIVAE
+    >>> data = ir.datasets.make_segment_sources(n_segments=5, n_per_segment=40,
+    ...     n_latents=2, n_observed=3, random_state=0)
+    >>> m = MTIVAE(n_latents=2, max_epochs=2, random_state=0).fit(
+    ...     data.X, data.y, task_ids=data.task_ids)
+    >>> m.transform(data.X, data.y, task_ids=data.task_ids).shape
+    (200, 2)
+    >>> m.task_embeddings_.shape
+    (5, 2)
+    """
+
+    _CONDITIONINGS = ("target+task", "task")
+
+    def __init__(
+        self,
+        n_latents: int = 10,
+        *,
+        conditioning: str = "target+task",
+        embedding_dim: int | None = None,
+        encoder: str = "mlp",
+        decoder: str | None = None,
+        hidden_sizes: Sequence[int] | None = None,
+        activation: str = "leaky_relu",
+        prior: str = "gaussian",
+        learn_prior_mean: bool = False,
+        decoder_var: float | str = 0.01,
+        condition_encoder: bool = True,
+        objective: str = "elbo",
+        elbo_weights: Sequence[float] | None = None,
+        anneal: bool = False,
+        lr: float = 1e-3,
+        lr_schedule: str | None = None,
+        batch_size: int = 512,
+        max_epochs: int = 100,
+        patience: int | None = 10,
+        val_fraction: float = 0.1,
+        grad_clip: float | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        random_state: Seed = None,
+        verbose: bool = False,
+    ):
+        super().__init__(
+            n_latents,
+            conditioning=conditioning,
+            encoder=encoder,
+            decoder=decoder,
+            hidden_sizes=hidden_sizes,
+            activation=activation,
+            prior=prior,
+            learn_prior_mean=learn_prior_mean,
+            decoder_var=decoder_var,
+            condition_encoder=condition_encoder,
+            objective=objective,
+            elbo_weights=elbo_weights,
+            anneal=anneal,
+            lr=lr,
+            lr_schedule=lr_schedule,
+            batch_size=batch_size,
+            max_epochs=max_epochs,
+            patience=patience,
+            val_fraction=val_fraction,
+            grad_clip=grad_clip,
+            device=device,
+            dtype=dtype,
+            random_state=random_state,
+            verbose=verbose,
+        )
+        self.embedding_dim = embedding_dim
+
+    def _task_mode(self) -> str | None:
+        return "embedding"
+
+    def _embedding_dim(self) -> int:
+        return int(self.n_latents if self.embedding_dim is None else self.embedding_dim)
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if self.embedding_dim is not None:
+            self._pos_int("embedding_dim", self.embedding_dim)
+
+    def _set_fitted(self, data: MultiTaskArrays) -> None:
+        emb: nn.Embedding = self.module_.conditioner.embedding
+        self.task_embeddings_ = emb.weight.detach().cpu().double().numpy()
+
+
+class VAE(IVAE):
+    """Plain VAE: the :class:`IVAE` machinery with a fixed prior p(z) = N(0, I).
+
+    No auxiliary variable: the encoder is q(z | x) and ``fit(X)`` /
+    ``transform(X)`` need no targets or tasks (they are accepted and ignored). The
+    comparator that shows what conditioning buys: with a Gaussian prior the ELBO is
+    invariant to rotations of z, so the latents are not identified.
+
+    Parameters
+    ----------
+    n_latents : int, default=10
+    **other parameters
+        As in :class:`IVAE` (``prior="laplace"`` gives a fixed Laplace prior with
+        unit variance).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from identrep.models.baselines import VAE
+    >>> X = np.random.default_rng(0).normal(size=(100, 4))
+    >>> VAE(n_latents=2, max_epochs=2, random_state=0).fit(X).transform(X).shape
+    (100, 2)
+    """
+
+    conditioning = "none"
+    learn_prior_mean = False
+    condition_encoder = False
+
+    def __init__(
+        self,
+        n_latents: int = 10,
+        *,
+        encoder: str = "mlp",
+        decoder: str | None = None,
+        hidden_sizes: Sequence[int] | None = None,
+        activation: str = "leaky_relu",
+        prior: str = "gaussian",
+        decoder_var: float | str = 0.01,
+        objective: str = "elbo",
+        elbo_weights: Sequence[float] | None = None,
+        anneal: bool = False,
+        lr: float = 1e-3,
+        lr_schedule: str | None = None,
+        batch_size: int = 512,
+        max_epochs: int = 100,
+        patience: int | None = 10,
+        val_fraction: float = 0.1,
+        grad_clip: float | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        random_state: Seed = None,
+        verbose: bool = False,
+    ):
+        self.n_latents = n_latents
+        self.encoder = encoder
+        self.decoder = decoder
+        self.hidden_sizes = hidden_sizes
+        self.activation = activation
+        self.prior = prior
+        self.decoder_var = decoder_var
+        self.objective = objective
+        self.elbo_weights = elbo_weights
+        self.anneal = anneal
+        self.lr = lr
+        self.lr_schedule = lr_schedule
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.val_fraction = val_fraction
+        self.grad_clip = grad_clip
+        self.device = device
+        self.dtype = dtype
+        self.random_state = random_state
+        self.verbose = verbose
+
+    _CONDITIONINGS = ("none",)
+
+    def _uses_target(self) -> bool:
+        return False
+
+    def _task_mode(self) -> str | None:
+        return None
+
+    def _check_fit_data(self, X, y, task_ids):
+        # targets and tasks play no role: validate X alone
+        return super()._check_fit_data(X, None, None)
+
+    def _desc(self) -> str:
+        return "VAE"
