@@ -308,6 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("dir")
     rep.set_defaults(func=cmd_report)
+
+    from identrep.workflow import add_subcommands  # identrep fit / transform
+
+    add_subcommands(sub)
     return p
 
 
