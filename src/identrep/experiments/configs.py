@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-_MIXINGS = ("random", "orthogonal", "identity", "mlp")
+_MIXINGS = ("random", "orthogonal", "identity", "mlp", "none")
 BASELINES = ("iVAE", "MT-iVAE", "iCaRL", "MT-iCaRL")
 MODELS = ("MTLCM", *BASELINES)
 
@@ -28,7 +28,8 @@ class RunConfig:
         Latent dimension d, causal latents per task k, observed dimension p.
     n_tasks, n_samples : int
         Tasks and samples per task.
-    mixing : {"random", "orthogonal", "identity", "mlp"}
+    mixing : {"random", "orthogonal", "identity", "mlp", "none"}
+        "none" for real data (no known mixing).
     seed : int
         Seed index (0, 1, ...). The data and model seeds are derived from it and
         the rest of the configuration, never from the order runs execute in.
@@ -53,7 +54,7 @@ class RunConfig:
     n_observed: int = 10
     n_tasks: int = 200
     n_samples: int = 100
-    mixing: Literal["random", "orthogonal", "identity", "mlp"] = "random"
+    mixing: Literal["random", "orthogonal", "identity", "mlp", "none"] = "random"
     seed: int = 0
     n_init: int = 1
     mixing_source: Literal["reference", "seeded"] = "reference"

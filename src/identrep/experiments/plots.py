@@ -58,6 +58,7 @@ def plot_summary(summ: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
     for (table_name, mixing), part in summ.groupby(["table", "mixing"], sort=False):
         table = get_table(table_name)
         metric = table.compare[-1][0]
+        ylabel = {m: lab for m, lab, _ in table.metrics}.get(metric, metric)
         if f"{metric}_mean" not in part.columns:
             continue
         pub = published_results(table_name)
@@ -116,7 +117,7 @@ def plot_summary(summ: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
                     ax.set_xticks(sorted(sub[x].unique()))
                     ax.set_xticklabels([str(v) for v in sorted(sub[x].unique())])
                 ax.grid(alpha=0.3)
-            axes[0][0].set_ylabel("strong MCC per task (x100)")
+            axes[0][0].set_ylabel(f"{ylabel} (x100)")
             handles, labels = axes[0][0].get_legend_handles_labels()
             fig.legend(
                 handles,

@@ -13,6 +13,7 @@ from identrep.experiments.tables import get_table, published_results
 __all__ = [
     "build_latex",
     "build_report",
+    "cross_seed_summary",
     "records_to_frame",
     "summarise",
     "write_report",
@@ -108,9 +109,71 @@ def _published(pub, table, row, metric, model, mixing):
     return float(match["mcc_mean"].iloc[0]), float(match["mcc_std"].iloc[0])
 
 
-def build_report(df: pd.DataFrame) -> tuple[str, pd.DataFrame]:
-    """Markdown report with our mean ± std beside the published numbers."""
+_SUMMARY_KEYS = [
+    "table",
+    "model",
+    "mixing",
+    "mixing_source",
+    "n_causal",
+    "n_latents",
+    "n_observed",
+]
+
+
+def cross_seed_summary(records: list[dict], out: str | Path) -> pd.DataFrame:
+    """Agreement across seeds for real-data records (Table 3), from the stored
+    representations in ``out/latents``: for every configuration, every pair of
+    seeds is scored with Pearson MCC of the MTLCM latents (``cross_seed_mcc``)
+    and in-sample CCA + Spearman MCC of the MTRN features
+    (``cross_seed_weak_mcc``); mean and std (ddof=0) over the pairs."""
+    from identrep.experiments.runner import latents_path
+    from identrep.metrics import cross_seed_mcc
+
+    groups: dict[tuple, list[dict]] = {}
+    for r in records:
+        if r["config"]["table"] != "table3":
+            continue
+        c = r["config"]
+        key = tuple(c[k] for k in _SUMMARY_KEYS)
+        groups.setdefault(key, []).append(r)
+    rows = []
+    for key, recs in groups.items():
+        recs = sorted(recs, key=lambda r: r["config"]["seed"])
+        row = dict(zip(_SUMMARY_KEYS, key, strict=True), n_pairs=0)
+        if len(recs) >= 2:
+            arrays = []
+            for r in recs:
+                path = latents_path(Path(out) / "latents", r["run_id"])
+                if not path.exists():
+                    raise FileNotFoundError(
+                        f"Record {r['run_id']} has no stored latents at {path}; "
+                        "rerun that configuration (delete its record) to compare "
+                        "seeds."
+                    )
+                with np.load(path, allow_pickle=False) as z:
+                    arrays.append((z["latents"], z["features"]))
+            strong = cross_seed_mcc([a[0] for a in arrays], "pearson")
+            weak = cross_seed_mcc([a[1] for a in arrays], "spearman", weak=True)
+            row.update(
+                cross_seed_mcc_mean=strong["mean"],
+                cross_seed_mcc_std=strong["std"],
+                cross_seed_weak_mcc_mean=weak["mean"],
+                cross_seed_weak_mcc_std=weak["std"],
+                n_pairs=len(strong["pairs"]),
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def build_report(
+    df: pd.DataFrame, cross_seed: pd.DataFrame | None = None
+) -> tuple[str, pd.DataFrame]:
+    """Markdown report with our mean ± std beside the published numbers
+    (``cross_seed``: the summary of :func:`cross_seed_summary`, joined on the
+    configuration)."""
     summ = summarise(df)
+    if cross_seed is not None and len(cross_seed):
+        summ = summ.merge(cross_seed, on=_SUMMARY_KEYS, how="left")
     lines = []
     for (table_name, mixing, source), part in summ.groupby(
         ["table", "mixing", "mixing_source"], sort=False
@@ -125,6 +188,13 @@ def build_report(df: pd.DataFrame) -> tuple[str, pd.DataFrame]:
                 else " (mixing matrices from identrep's seeds)"
             )
         lines.append(f"## {table.title}{how}\n")
+        if table_name == "table3":
+            lines.append(
+                "Std over the pairs of seeds (10 pairs for 5 seeds). Strong MCC: "
+                "Pearson MCC between the MTLCM latents of two seeds; weak MCC: "
+                "in-sample CCA, then Spearman MCC, between their standardised MTRN "
+                "features (the paper's protocol).\n"
+            )
         shown = [
             (m, lab, sc) for m, lab, sc in table.metrics if f"{m}_mean" in part.columns
         ]
@@ -249,11 +319,13 @@ def write_report(out: str | Path, *, plots: bool = True) -> tuple[pd.DataFrame, 
     """Rebuild ``results.csv``, ``report.md``, ``report.tex`` and (with
     matplotlib) ``plots/*.png`` in ``out`` from its records alone."""
     out = Path(out)
-    df = records_to_frame(load_records(out))
+    records = load_records(out)
+    df = records_to_frame(records)
     if df.empty:
         raise ValueError(f"No records in {out / 'records'}; nothing to report.")
     atomic_write_text(out / "results.csv", df.to_csv(index=False))
-    text, summ = build_report(df)
+    cross = cross_seed_summary(records, out)
+    text, summ = build_report(df, cross)
     atomic_write_text(out / "report.tex", build_latex(summ))
     figures = ""
     if plots:

@@ -36,8 +36,9 @@ def _run_single_threaded(config: RunConfig, out: str | None) -> dict:
     from identrep.experiments.runner import run
 
     torch.set_num_threads(1)
+    artifacts = None if out is None else str(Path(out) / "latents")
     with threadpool_limits(limits=1):
-        record = run(config)
+        record = run(config, artifacts=artifacts)
     if out is not None:
         write_record(record_path(out, config), record)
     return record
