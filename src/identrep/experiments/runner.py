@@ -110,25 +110,31 @@ def latents_path(artifacts: str | Path, run_id: str) -> Path:
     return Path(artifacts) / f"{run_id}.npz"
 
 
-def _fit_real(config: RunConfig, data: RealData, model_seed: int, artifacts):
-    """Table 3: MTRN then MTLCM on all rows (the paper uses no split); the MTRN
-    features and the MTLCM latents are stored for the cross-seed comparison."""
-    from identrep.experiments.io import atomic_path
+def _pipeline(config: RunConfig, model_seed: int, mtrn_base: dict | None = None):
+    """The unfitted MTRN + MTLCM pipeline of a configuration: the table's MTRN
+    settings, overridden by the configuration's head solver and epoch budget."""
     from identrep.models import TaskIdentifiable
 
-    mtrn_params = dict(TABLE3_MTRN)
-    if config.max_epochs is not None:
-        mtrn_params["max_epochs"] = config.max_epochs
+    mtrn_params = dict(mtrn_base or {})
     if config.heads is not None:
         mtrn_params["heads"] = config.heads
-    t0 = time.perf_counter()
-    pipe = TaskIdentifiable(
+    if config.max_epochs is not None:
+        mtrn_params["max_epochs"] = config.max_epochs
+    return TaskIdentifiable(
         n_latents=config.n_latents,
         mtrn_params=mtrn_params,
         mtlcm_params={"n_init": config.n_init},
         random_state=model_seed,
     )
-    pipe.fit(data.X, data.Y)
+
+
+def _fit_real(config: RunConfig, data: RealData, model_seed: int, artifacts):
+    """Table 3: MTRN then MTLCM on all rows (the paper uses no split); the MTRN
+    features and the MTLCM latents are stored for the cross-seed comparison."""
+    from identrep.experiments.io import atomic_path
+
+    t0 = time.perf_counter()
+    pipe = _pipeline(config, model_seed, TABLE3_MTRN).fit(data.X, data.Y)
     fit_seconds = time.perf_counter() - t0
     if artifacts is None:
         raise ValueError("table3 runs need an artifacts folder for their latents.")
@@ -243,20 +249,9 @@ def _fit_linear(config: RunConfig, data, model_seed: int):
 def _fit_two_stage(config: RunConfig, data, model_seed: int):
     """Table 2: MTRN, standardised features, MTLCM (sigma_obs = 1e-4)."""
     from identrep.metrics import weak_mcc
-    from identrep.models import TaskIdentifiable
 
-    mtrn_params = {}
-    if config.heads is not None:
-        mtrn_params["heads"] = config.heads
-    if config.max_epochs is not None:
-        mtrn_params["max_epochs"] = config.max_epochs
     t0 = time.perf_counter()
-    pipe = TaskIdentifiable(
-        n_latents=config.n_latents,
-        mtrn_params=mtrn_params,
-        mtlcm_params={"n_init": config.n_init},
-        random_state=model_seed,
-    )
+    pipe = _pipeline(config, model_seed)
     pipe.fit(data.X, data.y, task_ids=data.task_ids)
     fit_seconds = time.perf_counter() - t0
     Z_hat = pipe.transform(data.X)
