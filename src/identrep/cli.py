@@ -40,6 +40,21 @@ def _filter(configs, where):
     ]
 
 
+def _parse_models(text: str | None):
+    from identrep.experiments.configs import MODELS
+
+    if text is None or text == "all":
+        return MODELS
+    models = tuple(m.strip() for m in text.split(",") if m.strip())
+    unknown = [m for m in models if m not in MODELS]
+    if unknown or not models:
+        raise SystemExit(
+            f"--models: unknown model(s) {unknown}; choose from {', '.join(MODELS)} "
+            "or 'all'."
+        )
+    return models
+
+
 def cmd_reproduce(args) -> int:
     from identrep.experiments import get_table, run_sweep, write_report
 
@@ -49,6 +64,7 @@ def cmd_reproduce(args) -> int:
         quick=args.quick,
         mixing=args.mixing,
         mixing_source=args.mixing_source,
+        models=_parse_models(args.models),
     )
     configs = _filter(configs, _parse_where(args.where))
     if not configs:
@@ -279,6 +295,13 @@ def build_parser() -> argparse.ArgumentParser:
         "config-derived draw",
     )
     r.add_argument("--out", default=None, help="output folder (results/<table>)")
+    r.add_argument(
+        "--models",
+        default="all",
+        metavar="M1,M2",
+        help="models to run, comma-separated: MTLCM (Table 2: MTRN then MTLCM), "
+        "iVAE, MT-iVAE, iCaRL, MT-iCaRL; default all",
+    )
     r.add_argument("--jobs", type=int, default=1, help="worker processes")
     r.add_argument(
         "--backend",

@@ -31,6 +31,8 @@ def test_reproduce_quick_subset_then_report(tmp_path, capsys):
             "reproduce",
             "table1",
             "--quick",
+            "--models",
+            "MTLCM",
             "--where",
             "n_latents=3,5",
             "--out",
@@ -44,7 +46,7 @@ def test_reproduce_quick_subset_then_report(tmp_path, capsys):
     assert len(df) == 3  # (k=2, d=3), (k=2, d=5), (k=4, d=5); one seed each
     assert (df.mcc_task_spearman > 0.99).all()
     text = capsys.readouterr().out
-    assert "paper MTLCM (per task)" in text
+    assert "paper ×100" in text
     (out / "results.csv").unlink()
     assert main(["report", str(out)]) == 0
     assert (out / "results.csv").exists()
@@ -52,7 +54,13 @@ def test_reproduce_quick_subset_then_report(tmp_path, capsys):
 
 def test_reproduce_dry_run_lists_runs(capsys):
     assert main(["reproduce", "table1", "--dry-run", "--seeds", "2"]) == 0
-    assert len(capsys.readouterr().out.strip().splitlines()) == 18
+    assert len(capsys.readouterr().out.strip().splitlines()) == 5 * 18
+    argv = ["reproduce", "table1", "--dry-run", "--seeds", "2", "--models"]
+    assert main([*argv, "MTLCM,iVAE"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 36 and all("-MTLCM-" in x or "-iVAE-" in x for x in lines)
+    with pytest.raises(SystemExit, match="unknown model"):
+        main([*argv, "PCA"])
 
 
 def test_where_with_unknown_field_fails_clearly():
