@@ -153,6 +153,11 @@ def test_check_task_ids_maps_to_known_codes():
     assert check_task_ids([11, 3, 3], 3, known).tolist() == [2, 0, 0]
     assert check_task_ids(np.array([7.0, 11.0]), 2, known).tolist() == [1, 2]
     assert check_task_ids(["b"], 1, np.array(["a", "b"])).tolist() == [1]
+    # wide-layout tasks keep the column order, which need not be sorted
+    cols = np.array(["y0", "y1", "y2", "y10"])
+    assert check_task_ids(["y10", "y2", "y0"], 3, cols).tolist() == [3, 2, 0]
+    with pytest.raises(DataError, match="unseen during fit"):
+        check_task_ids(["y3"], 1, cols)
 
 
 @pytest.mark.parametrize(

@@ -182,9 +182,12 @@ def check_task_ids(task_ids, n_samples: int, known_tasks: np.ndarray) -> np.ndar
                 "task has them."
             )
         t = t.astype(np.int64)
-    pos = np.searchsorted(known, t)
-    pos = np.clip(pos, 0, len(known) - 1)
-    ok = known[pos] == t
+    # known tasks are sorted ids (long layout) or column names in the order of a
+    # wide matrix (any order): search a sorted view, map back to the codes
+    order = np.argsort(known, kind="stable")
+    pos = np.clip(np.searchsorted(known[order], t), 0, len(known) - 1)
+    ok = known[order][pos] == t
+    pos = order[pos]
     if not np.all(ok):
         bad = np.unique(t[~ok])
         raise DataError(
