@@ -217,3 +217,19 @@ def test_joint_heads(seed):
     torch.testing.assert_close(heads.gather(F, t), P[torch.arange(9), t])
     with pytest.raises(ValueError, match="must be positive"):
         JointHeads(0, 3)
+
+
+def test_wide_refit_equals_the_long_refit_on_the_same_observations():
+    from identrep.models.heads import fit_ridge_heads, fit_ridge_heads_wide
+
+    g = torch.Generator().manual_seed(0)
+    n, T, d = 300, 7, 4
+    F = torch.randn(n, d, generator=g, dtype=torch.float64) + 2.0
+    Y = torch.randn(n, T, generator=g, dtype=torch.float64)
+    mask = torch.rand(n, T, generator=g) < 0.7
+    Y[~mask] = float("nan")  # unobserved entries are never read
+    rows, tasks = torch.nonzero(mask, as_tuple=True)
+    W_long, b_long = fit_ridge_heads(F[rows], Y[rows, tasks], tasks, T, alpha=1e-3)
+    W_wide, b_wide = fit_ridge_heads_wide(F, Y, mask, alpha=1e-3, chunk_size=64)
+    torch.testing.assert_close(W_wide, W_long, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(b_wide, b_long, rtol=1e-10, atol=1e-10)

@@ -57,6 +57,7 @@ __all__ = [
     "JointHeads",
     "TaskMoments",
     "fit_ridge_heads",
+    "fit_ridge_heads_wide",
     "ridge_from_moments",
     "ridge_heads",
     "ridge_heads_masked",
@@ -398,6 +399,56 @@ def fit_ridge_heads(
     total = None
     for sl in torch.arange(F.shape[0], device=F.device).split(int(chunk_size)):
         s = _sums_long(F[sl] - shift, y[sl], task_ids[sl], int(n_tasks), None)
+        total = (
+            s if total is None else tuple(a + b for a, b in zip(total, s, strict=True))
+        )
+    return ridge_from_moments(_moments_from_sums(*total, shift), alpha)
+
+
+@torch.no_grad()
+def fit_ridge_heads_wide(
+    F: Tensor, Y: Tensor, mask: Tensor, alpha: float, *, chunk_size: int = 2048
+) -> tuple[Tensor, Tensor]:
+    """Ridge heads on a full wide-layout training set, in float64 and in chunks.
+
+    Same solution as :func:`fit_ridge_heads` on the observed (row, task) pairs, but
+    each row's features enter once: the per-task sums are matrix products with the
+    (rows x tasks) mask, so the cost is O(n_rows T d^2) in a few large matrix
+    products instead of O(n_obs d^2) in gathers (n_obs = n_rows T for a fully
+    observed matrix), with memory O(chunk_size d^2).
+
+    Parameters
+    ----------
+    F : Tensor of shape (n_rows, d)
+    Y : Tensor of shape (n_rows, n_tasks)
+        Targets; unobserved entries (``mask`` False) are ignored (may be NaN).
+    mask : Tensor of shape (n_rows, n_tasks), bool
+    alpha : float
+    chunk_size : int, default=2048
+
+    Returns
+    -------
+    W : Tensor of shape (n_tasks, d), float64
+    b : Tensor of shape (n_tasks,), float64
+
+    Examples
+    --------
+    >>> import torch
+    >>> F = torch.randn(50, 2, dtype=torch.float64)
+    >>> Y = torch.stack([F @ torch.tensor([1.0, 2.0]), F[:, 0] - 1.0], 1)
+    >>> mask = torch.ones(50, 2, dtype=torch.bool)
+    >>> W, b = fit_ridge_heads_wide(F, Y, mask, alpha=1e-9)
+    >>> W.round(decimals=4).tolist(), b.round(decimals=4).tolist()
+    ([[1.0, 2.0], [1.0, 0.0]], [0.0, -1.0])
+    """
+    F = F.to(torch.float64)
+    Y = Y.to(torch.float64)
+    mask = mask.bool()
+    used = mask.any(1)
+    shift = F[used].mean(0) if bool(used.any()) else F.new_zeros(F.shape[1])
+    total = None
+    for sl in torch.arange(F.shape[0], device=F.device).split(int(chunk_size)):
+        s = _sums_masked(F[sl] - shift, Y[sl], mask[sl])
         total = (
             s if total is None else tuple(a + b for a, b in zip(total, s, strict=True))
         )

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from identrep._typing import ArrayLike, Seed
 from identrep.exceptions import DataError
@@ -16,6 +16,7 @@ from identrep.models._base import IdentrepEstimator
 from identrep.models.heads import (
     JointHeads,
     fit_ridge_heads,
+    fit_ridge_heads_wide,
     ridge_heads,
     ridge_heads_masked,
 )
@@ -28,6 +29,16 @@ from identrep.utils.validation import check_multitask, check_task_ids
 __all__ = ["MTRN", "mtrn_loss"]
 
 _HEADS = ("joint", "ridge")
+
+
+def _egnn_factory():
+    from identrep.models.egnn import EGNNExtractor
+
+    return EGNNExtractor.for_flat_input
+
+
+# named extractors: name -> () -> callable(n_features, n_latents) -> nn.Module
+_EXTRACTORS = {"egnn": _egnn_factory}
 
 
 class ObsBatch(NamedTuple):
@@ -123,11 +134,20 @@ def _refit_joint_heads(module, *, X, rows, y, task_ids, alpha) -> None:
     module.heads.bias.copy_(b.to(module.heads.bias.dtype))
 
 
+def _refit_joint_heads_wide(module, *, X, Y, mask, alpha) -> None:
+    """:func:`_refit_joint_heads` for wide data: training entries ``mask`` of the
+    (rows x tasks) standardised target matrix ``Y``."""
+    W, b = fit_ridge_heads_wide(module.features(X), Y, mask, alpha)
+    module.heads.weight.copy_(W.to(module.heads.weight.dtype))
+    module.heads.bias.copy_(b.to(module.heads.bias.dtype))
+
+
 class MTRN(IdentrepEstimator):
     """Multi-task regression network: shared features h(x), linear heads per task.
 
-    Predicts task t's target as ``y_hat = w_t^T h(x) + b_t`` with a shared MLP
-    feature extractor h: R^p -> R^d and fits by maximum likelihood under unit
+    Predicts task t's target as ``y_hat = w_t^T h(x) + b_t`` with a shared feature
+    extractor h: R^p -> R^d (an MLP, or any ``nn.Module`` via ``extractor``, e.g.
+    an E(n)-equivariant GNN for molecules) and fits by maximum likelihood under unit
     Gaussian noise, i.e. the loss ``0.5 * mean squared error`` over all observed
     (sample, task) pairs. When at least d tasks have linearly independent weights,
     h is identified up to an invertible linear map (Chen et al., 2024, Corollary
@@ -171,6 +191,17 @@ class MTRN(IdentrepEstimator):
         ``2 * n_features`` (the paper's Table 5).
     activation : str, default="relu"
         Hidden activation (see :class:`~identrep.models.nets.MLP`).
+    extractor : None, "egnn" or callable, default=None
+        The feature extractor h. None: an MLP (``hidden_sizes``, ``activation``).
+        A callable ``extractor(n_features, n_latents)`` returning an
+        ``nn.Module`` that maps (batch, n_features) to (batch, n_latents); it is
+        built inside the seeded initialisation, and ``hidden_sizes`` and
+        ``activation`` do not apply. ``"egnn"``: an
+        :class:`~identrep.models.egnn.EGNNExtractor` with its defaults for ``X`` in
+        the flat molecule encoding of :func:`identrep.datasets.load_qm9` (use
+        ``functools.partial(EGNNExtractor.for_flat_input, hidden=...)`` to change
+        them). Inputs are never standardised for a custom extractor (coordinates
+        must stay in their units; see ``standardize_inputs``).
     heads : {"joint", "ridge"}, default="joint"
         Task-head solver.
     ridge_alpha : float, default=1e-3
@@ -184,8 +215,10 @@ class MTRN(IdentrepEstimator):
         fitted heads and predictions are mapped back to the original scale. This
         weights tasks equally whatever their units. For the paper's synthetic data
         (targets of similar scale) it changes little.
-    standardize_inputs : bool, default=True
-        Standardise every input feature (pooled mean and population std of the
+    standardize_inputs : bool or None, default=None
+        None: True for the default MLP extractor, False for a custom
+        ``extractor`` (True is then an error: the extractor sees raw ``X``).
+        True: standardise every input feature (pooled mean and population std of the
         training rows) in a fixed first layer of the extractor, so ``module_`` still
         maps raw ``X``. Only the conditioning of training changes; on the Table 2
         process it speeds training up markedly (weak MCC 0.955 after 60 epochs
@@ -262,11 +295,12 @@ class MTRN(IdentrepEstimator):
         *,
         hidden_sizes: tuple[int, ...] | None = None,
         activation: str = "relu",
+        extractor=None,
         heads: str = "joint",
         ridge_alpha: float = 1e-3,
         refit_heads: bool = True,
         standardize_targets: bool = True,
-        standardize_inputs: bool = True,
+        standardize_inputs: bool | None = None,
         lr: float = 3e-3,
         lr_schedule: str | None = "cosine",
         batch_size: int = 1024,
@@ -283,6 +317,7 @@ class MTRN(IdentrepEstimator):
         self.n_latents = n_latents
         self.hidden_sizes = hidden_sizes
         self.activation = activation
+        self.extractor = extractor
         self.heads = heads
         self.ridge_alpha = ridge_alpha
         self.refit_heads = refit_heads
@@ -326,6 +361,32 @@ class MTRN(IdentrepEstimator):
                 )
             for h in self.hidden_sizes:
                 pos_int("each of hidden_sizes", h)
+        if self.extractor is not None:
+            if isinstance(self.extractor, str):
+                if self.extractor not in _EXTRACTORS:
+                    raise ValueError(
+                        f"extractor must be None, one of {sorted(_EXTRACTORS)} or a "
+                        "callable (n_features, n_latents) -> nn.Module; got "
+                        f"{self.extractor!r}."
+                    )
+            elif not callable(self.extractor):
+                raise TypeError(
+                    "extractor must be None, a name in "
+                    f"{sorted(_EXTRACTORS)} or a callable (n_features, n_latents) -> "
+                    f"nn.Module; got {type(self.extractor).__name__}."
+                )
+            if self.standardize_inputs:
+                raise ValueError(
+                    "standardize_inputs=True applies to the default MLP extractor "
+                    "only; a custom extractor sees X unchanged (coordinates must not "
+                    "be standardised). Leave standardize_inputs=None or set False."
+                )
+            if self.hidden_sizes is not None:
+                raise ValueError(
+                    "hidden_sizes applies to the default MLP extractor only; "
+                    "configure a custom extractor through its callable (e.g. "
+                    "functools.partial)."
+                )
         if self.lr_schedule not in (None, "cosine"):
             raise ValueError(
                 f"lr_schedule must be None or 'cosine'; got {self.lr_schedule!r}."
@@ -395,10 +456,15 @@ class MTRN(IdentrepEstimator):
         has_val = val_idx.size > 0
         mode = self._batch_mode(data, counts, train_idx)
 
-        hidden = (2 * p,) if self.hidden_sizes is None else tuple(self.hidden_sizes)
         with seeded(init_seed):
-            extractor = MLP(p, hidden, d, activation=self.activation)
-            if self.standardize_inputs:
+            if self.extractor is not None:
+                extractor = self._build_extractor(p, d, data.X[:2], dt)
+            else:
+                hidden = (
+                    (2 * p,) if self.hidden_sizes is None else tuple(self.hidden_sizes)
+                )
+                extractor = MLP(p, hidden, d, activation=self.activation)
+            if self.extractor is None and self.standardize_inputs in (None, True):
                 x_mean, x_sd = data.X.mean(axis=0), data.X.std(axis=0)
                 x_sd = np.where(
                     x_sd > 1e-12 * np.maximum(np.abs(x_mean), 1.0), x_sd, 1.0
@@ -421,7 +487,20 @@ class MTRN(IdentrepEstimator):
             )
         alpha = float(self.ridge_alpha) if self.heads == "ridge" else None
         post_epoch = None
-        if heads is not None and self.refit_heads:
+        if heads is not None and self.refit_heads and mode == "rows":
+            # wide data: each row's features enter the exact refit once
+            mask = np.zeros((data.X.shape[0], T), dtype=bool)
+            Ytr = np.zeros((data.X.shape[0], T))
+            mask[data.rows[train_idx], data.task_ids[train_idx]] = True
+            Ytr[data.rows[train_idx], data.task_ids[train_idx]] = y_std[train_idx]
+            post_epoch = partial(
+                _refit_joint_heads_wide,
+                X=Xt,
+                Y=torch.as_tensor(Ytr, device=dev),
+                mask=torch.as_tensor(mask, device=dev),
+                alpha=float(self.ridge_alpha),
+            )
+        elif heads is not None and self.refit_heads:
             post_epoch = partial(
                 _refit_joint_heads,
                 X=Xt,
@@ -472,6 +551,27 @@ class MTRN(IdentrepEstimator):
         self.n_features_in_ = p
         self.fit_seconds_ = time.perf_counter() - t_start
         return self
+
+    def _build_extractor(self, p: int, d: int, probe: np.ndarray, dt) -> nn.Module:
+        """The custom extractor, checked on two rows of X (on the CPU)."""
+        make = self.extractor
+        if isinstance(make, str):
+            make = _EXTRACTORS[make]()
+        module = make(p, d)
+        if not isinstance(module, nn.Module):
+            raise TypeError(
+                "extractor(n_features, n_latents) must return a torch.nn.Module; got "
+                f"{type(module).__name__}."
+            )
+        module = module.to(dtype=dt).eval()
+        with torch.no_grad():
+            out = module(torch.as_tensor(probe, dtype=dt))
+        if tuple(out.shape) != (probe.shape[0], d):
+            raise ValueError(
+                f"The extractor must map (batch, {p}) to (batch, n_latents={d}); on "
+                f"{probe.shape[0]} rows it returned shape {tuple(out.shape)}."
+            )
+        return module
 
     def _batch_mode(self, data, counts, train_idx) -> str:
         """Rows for wide data unless ridge heads would see too few samples a task."""
