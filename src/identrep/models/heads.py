@@ -435,10 +435,11 @@ def fit_ridge_heads_wide(
     --------
     >>> import torch
     >>> F = torch.randn(50, 2, dtype=torch.float64)
-    >>> Y = torch.stack([F @ torch.tensor([1.0, 2.0]), F[:, 0] - 1.0], 1)
+    >>> w = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    >>> Y = torch.stack([F @ w, F[:, 0] - 1.0], 1)
     >>> mask = torch.ones(50, 2, dtype=torch.bool)
     >>> W, b = fit_ridge_heads_wide(F, Y, mask, alpha=1e-9)
-    >>> W.round(decimals=4).tolist(), b.round(decimals=4).tolist()
+    >>> (W.round(decimals=4) + 0.0).tolist(), (b.round(decimals=4) + 0.0).tolist()
     ([[1.0, 2.0], [1.0, 0.0]], [0.0, -1.0])
     """
     F = F.to(torch.float64)
