@@ -265,6 +265,19 @@ class IVAE(ConditionalVAEEstimator):
     n_features_in_ : int
     fit_seconds_ : float
 
+    Notes
+    -----
+    Measured on the segment process (:func:`identrep.datasets.make_segment_sources`,
+    3 sources, 15 segments x 400, linear mixing, u = segment): with
+    ``decoder_var=0.1`` the encoder mean reached Pearson MCC 0.94-0.99 in 80 epochs
+    (lr 1e-2, cosine), with 0.01 the rotation towards the sources was several times
+    slower. A larger fixed variance also biases the solution (the model adds
+    isotropic noise the data may not have), and the mean-field posterior favours
+    orthogonal mixings, so MCC can plateau below 1. A linear encoder cannot make
+    its mean depend on u multiplicatively, as the exact posterior mean does; on
+    that process (``decoder_var=0.03``, 60 epochs) ``encoder="linear"`` plateaued
+    at MCC 0.71 on a seed where the MLP encoder reached 0.95.
+
     References
     ----------
     I. Khemakhem, D. P. Kingma, R. P. Monti, A. Hyvarinen (2020). Variational
