@@ -63,7 +63,6 @@ import html
 import importlib
 import os
 import sys
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -529,28 +528,12 @@ def load_table(
 
 
 # ------------------------------------------------------------------------ writing
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _atomic_write_bytes(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temporary sibling, fsync, rename),
-    with the usual permissions (0666 minus the umask)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``data`` to ``path`` atomically (temporary sibling, fsync, rename)."""
+    from identrep.experiments.io import atomic_path
+
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
     return path
 
 
