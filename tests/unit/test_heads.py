@@ -219,14 +219,16 @@ def test_joint_heads(seed):
         JointHeads(0, 3)
 
 
-def test_wide_refit_equals_the_long_refit_on_the_same_observations():
+@pytest.mark.parametrize("observed", [0.7, 0.97])  # direct and complement sums
+def test_wide_refit_equals_the_long_refit_on_the_same_observations(observed):
     from identrep.models.heads import fit_ridge_heads, fit_ridge_heads_wide
 
     g = torch.Generator().manual_seed(0)
     n, T, d = 300, 7, 4
     F = torch.randn(n, d, generator=g, dtype=torch.float64) + 2.0
     Y = torch.randn(n, T, generator=g, dtype=torch.float64)
-    mask = torch.rand(n, T, generator=g) < 0.7
+    mask = torch.rand(n, T, generator=g) < observed
+    mask[:5] = False  # rows no task observes
     Y[~mask] = float("nan")  # unobserved entries are never read
     rows, tasks = torch.nonzero(mask, as_tuple=True)
     W_long, b_long = fit_ridge_heads(F[rows], Y[rows, tasks], tasks, T, alpha=1e-3)

@@ -447,10 +447,30 @@ def fit_ridge_heads_wide(
     mask = mask.bool()
     used = mask.any(1)
     shift = F[used].mean(0) if bool(used.any()) else F.new_zeros(F.shape[1])
-    total = None
-    for sl in torch.arange(F.shape[0], device=F.device).split(int(chunk_size)):
-        s = _sums_masked(F[sl] - shift, Y[sl], mask[sl])
-        total = (
-            s if total is None else tuple(a + b for a, b in zip(total, s, strict=True))
-        )
-    return ridge_from_moments(_moments_from_sums(*total, shift), alpha)
+    Fc = F - shift
+    M = mask.to(F.dtype)
+    Yz = torch.where(mask, Y, torch.zeros_like(Y))  # NaN-safe
+    count, sf, sy, sfy = M.sum(0), M.T @ Fc, (M * Yz).sum(0), (M * Yz).T @ Fc
+    # second moments S_t = sum_n M[n, t] f_n f_n^T. A mostly observed matrix
+    # (e.g. a validation split of a complete one) uses the few rows each task
+    # misses: S_t = (sum over used rows) - (sum over the rows t misses), gathered
+    # per task into one batched product; otherwise one chunked matrix product.
+    d = F.shape[1]
+    gaps = used[:, None] & ~mask
+    n_gaps = int(gaps.sum())
+    if n_gaps < 0.25 * int(mask.sum()):
+        Fu = Fc[used]
+        task, row = torch.nonzero(gaps.T, as_tuple=True)  # sorted by task
+        per_task = torch.bincount(task, minlength=mask.shape[1])
+        width = int(per_task.max()) if n_gaps else 0
+        starts = torch.cumsum(per_task, 0) - per_task
+        pos = torch.arange(n_gaps, device=F.device) - starts[task]
+        Fp = F.new_zeros(mask.shape[1], width, d)
+        Fp[task, pos] = Fc[row]
+        sff = (Fu.T @ Fu).expand(mask.shape[1], d, d) - Fp.transpose(1, 2) @ Fp
+    else:
+        sff = F.new_zeros(mask.shape[1], d, d)
+        for sl in torch.arange(F.shape[0], device=F.device).split(int(chunk_size)):
+            outer = (Fc[sl, :, None] * Fc[sl, None]).reshape(len(sl), d * d)
+            sff += (M[sl].T @ outer).reshape(-1, d, d)
+    return ridge_from_moments(_moments_from_sums(count, sf, sy, sff, sfy, shift), alpha)
