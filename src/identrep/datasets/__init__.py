@@ -1,6 +1,7 @@
 """Synthetic processes (``make_*``, numpy only) and real-data loaders."""
 
 from identrep.datasets.bundle import TaskData
+from identrep.datasets.qm9 import MoleculeData, load_qm9
 from identrep.datasets.segments import make_segment_sources
 from identrep.datasets.superconductivity import (
     compute_superconductivity_features,
@@ -14,8 +15,10 @@ from identrep.datasets.synthetic import (
 )
 
 __all__ = [
+    "MoleculeData",
     "TaskData",
     "compute_superconductivity_features",
+    "load_qm9",
     "load_superconductivity",
     "make_linear_tasks",
     "make_mixing",
