@@ -2,13 +2,16 @@
 
 from identrep import datasets, metrics
 from identrep.exceptions import ConvergenceWarning, DataError, NotFittedError
-from identrep.models import MTLCM, MTRN, TaskIdentifiable
+from identrep.models import IVAE, MTIVAE, MTLCM, MTRN, VAE, TaskIdentifiable
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "IVAE",
+    "MTIVAE",
     "MTLCM",
     "MTRN",
+    "VAE",
     "ConvergenceWarning",
     "DataError",
     "NotFittedError",

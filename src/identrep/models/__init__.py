@@ -1,7 +1,9 @@
-"""identrep models: MTRN (stage 1), MTLCM (stage 2) and the two-stage pipeline."""
+"""identrep models: MTRN (stage 1), MTLCM (stage 2), the two-stage pipeline and the
+baselines of the papers."""
 
+from identrep.models.baselines import IVAE, MTIVAE, VAE
 from identrep.models.mtlcm import MTLCM
 from identrep.models.mtrn import MTRN
 from identrep.models.pipeline import TaskIdentifiable
 
-__all__ = ["MTLCM", "MTRN", "TaskIdentifiable"]
+__all__ = ["IVAE", "MTIVAE", "MTLCM", "MTRN", "VAE", "TaskIdentifiable"]
