@@ -186,14 +186,31 @@ def test_folder_without_data(tmp_path):
         load_qm9(source=tmp_path)
 
 
-def test_missing_qm9pack_names_the_extra(monkeypatch):
+def _no_qm9pack(monkeypatch):
     def no_dist(name):
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(qm9_mod.importlib.metadata, "distribution", no_dist)
     monkeypatch.setattr(qm9_mod.importlib.util, "find_spec", lambda name: None)
+
+
+def test_missing_qm9pack_names_the_extra(monkeypatch, tmp_path):
+    _no_qm9pack(monkeypatch)
+    monkeypatch.setenv("IDENTREP_DATA", str(tmp_path))
     with pytest.raises(ImportError, match='pip install "identrep\\[molecules\\]"'):
         load_qm9()
+    with pytest.raises(ImportError, match=str(tmp_path / "qm9")):
+        load_qm9()
+
+
+def test_data_home_fallback(monkeypatch, tmp_path):
+    _no_qm9pack(monkeypatch)
+    monkeypatch.setenv("IDENTREP_DATA", str(tmp_path))
+    (tmp_path / "qm9").mkdir()
+    for f in SAMPLE.iterdir():
+        (tmp_path / "qm9" / f.name).write_bytes(f.read_bytes())
+    data = load_qm9()
+    assert len(data) == 10 and data.source == str(tmp_path / "qm9")
 
 
 def test_module_does_not_import_torch():

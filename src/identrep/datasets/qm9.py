@@ -3,8 +3,10 @@
 :func:`load_qm9` reads the full QM9 (130,831 molecules, Ramakrishnan et al., 2014)
 from the data files of the optional PyPI package ``qm9pack`` (MIT; install with
 ``pip install "identrep[molecules]"``), or a folder holding either the same files
-or the small QM9 subset used by the test suite. The package is never imported:
-its files are located through ``importlib.metadata`` and parsed here.
+or the small QM9 subset used by the test suite (without qm9pack, the folder ``qm9``
+of the data home ``$IDENTREP_DATA``, else ``~/identrep_data``, is tried). The
+package is never imported: its files are located through ``importlib.metadata``
+and parsed here.
 
 Molecules come as dense arrays padded to :data:`QM9_MAX_ATOMS` = 29 atoms, plus a
 flat 2-D encoding (:func:`flatten_molecules`) that every identrep estimator
@@ -503,6 +505,17 @@ def _read_subset(csv: Path, xyz: Path, select) -> tuple:
     return elements, coords, targets, table["_index"].to_numpy(), table["smiles"], info
 
 
+def _data_home() -> Path:
+    return Path(os.environ.get("IDENTREP_DATA", "~/identrep_data")).expanduser()
+
+
+def _find_files(folder: Path) -> bool:
+    """Whether ``folder`` holds QM9 data in either supported format."""
+    if not folder.is_dir():
+        return False
+    return any(folder.glob("qm9_part*.csv")) or _find_subset_files(folder) is not None
+
+
 # ----------------------------------------------------------------- loader
 def load_qm9(
     *,
@@ -521,7 +534,9 @@ def load_qm9(
         Seeds the subset; unused when ``n_molecules`` is None.
     source : "qm9pack" or path, default="qm9pack"
         ``"qm9pack"``: the data files of the installed ``qm9pack`` package (the
-        full QM9, 130,831 molecules; ``pip install "identrep[molecules]"``). A
+        full QM9, 130,831 molecules; ``pip install "identrep[molecules]"``); when
+        it is not installed, the folder ``qm9`` of the data home
+        (``$IDENTREP_DATA``, else ``~/identrep_data``) if it holds QM9 files. A
         folder: either qm9pack's files (``qm9_part*.csv`` and
         ``qm9_polarizability.csv``) or a QM9 subset as shipped with the tests
         (``<name>.csv`` with columns ``mol_id, smiles, mu, alpha, homo, lumo, gap,
@@ -539,7 +554,8 @@ def load_qm9(
     Raises
     ------
     ImportError
-        ``source="qm9pack"`` and the package is not installed.
+        ``source="qm9pack"``, the package is not installed and the data home has
+        no QM9 files.
     FileNotFoundError
         A data file is missing.
     ValueError
@@ -573,7 +589,17 @@ def load_qm9(
         return np.sort(rng.choice(n_total, size=int(n_molecules), replace=False))
 
     if isinstance(source, str) and source == "qm9pack":
-        folder = _qm9pack_folder()
+        try:
+            folder = _qm9pack_folder()
+        except ImportError:
+            home = _data_home() / "qm9"
+            if not _find_files(home):
+                raise ImportError(
+                    f"QM9 is not available: {_INSTALL_HINT}, or put those files in "
+                    f"{home} (the data home is $IDENTREP_DATA, else ~/identrep_data)."
+                ) from None
+            source = home
+    if isinstance(source, str) and source == "qm9pack":
         label = f"qm9pack ({folder})"
         parsed = _read_qm9pack(folder, select)
     elif isinstance(source, (str, os.PathLike)):
