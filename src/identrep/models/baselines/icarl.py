@@ -678,14 +678,14 @@ class ICaRL(ConditionalVAEEstimator):
 
     # ----------------------------------------------------------------- hooks
     def _build_module(self, n_features, n_tasks, x_mean, x_scale, y_mean, y_scale):
-        d = int(self.n_latents)
-        hidden = self._hidden(n_features)
-        enc_h = hidden if self.encoder == "mlp" else ()
-        dec_arch = self.decoder if self.decoder is not None else self.encoder
-        dec_h = hidden if dec_arch == "mlp" else ()
-
-        def conditioner():
-            return Conditioner(
+        # the shared encoder, decoder and conditioner of the conditional VAEs; the
+        # factorised prior built with them is replaced by the ExpFamPrior
+        vae = super()._build_module(
+            n_features, n_tasks, x_mean, x_scale, y_mean, y_scale
+        )
+        enc_cond = None
+        if self.condition_encoder:  # the encoder's own u (own task embedding)
+            enc_cond = Conditioner(
                 self._uses_target(),
                 self._task_mode(),
                 n_tasks=n_tasks,
@@ -693,37 +693,21 @@ class ICaRL(ConditionalVAEEstimator):
                 y_mean=y_mean,
                 y_scale=y_scale,
             )
-
-        cond = conditioner()
-        enc_cond = conditioner() if self.condition_encoder else None
-        learned = isinstance(self.decoder_var, str)
+        prior = ExpFamPrior(
+            vae.conditioner.out_features,
+            int(self.n_latents),
+            tnn_hidden=_widths(self.tnn_hidden, "tnn_hidden", 1),
+            lambda_hidden=_widths(self.lambda_hidden, "lambda_hidden", 2),
+            activation=self.activation,
+        )
         return ICaRLModule(
-            GaussianEncoder(
-                n_features,
-                cond.out_features if enc_cond is not None else 0,
-                d,
-                enc_h,
-                self.activation,
-            ),
-            GaussianDecoder(
-                d,
-                n_features,
-                dec_h,
-                self.activation,
-                obs_var=0.1 if learned else float(self.decoder_var),
-                learn_var=learned,
-            ),
-            ExpFamPrior(
-                cond.out_features,
-                d,
-                tnn_hidden=_widths(self.tnn_hidden, "tnn_hidden", 1),
-                lambda_hidden=_widths(self.lambda_hidden, "lambda_hidden", 2),
-                activation=self.activation,
-            ),
-            cond,
+            vae.encoder,
+            vae.decoder,
+            prior,
+            vae.conditioner,
             enc_cond,
-            torch.as_tensor(x_mean),
-            torch.as_tensor(x_scale),
+            vae.standardize.mean,
+            vae.standardize.scale,
         )
 
     def _resolved_score_matching(self) -> str:
