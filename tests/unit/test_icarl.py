@@ -252,6 +252,27 @@ def test_score_matching_choice(data, params, method):
     assert np.isfinite(m.history_["train_loss"]).all()
 
 
+def test_coupling_warmup_keeps_the_prior_factorised_then_switches_on(data):
+    # warm-up over all epochs: the coupling gets no gradient, so the weights of
+    # its output rows keep their initial value 0
+    m = ICaRL(n_latents=2, coupling_warmup=0.7, random_state=0, max_epochs=3)
+    m.fit(data.X, data.y)  # ceil(0.7 * 3) = 3 epochs: switched on at the end
+    prior = m.module_.prior
+    assert prior.coupling_scale.item() == 1.0
+    n = 2
+    w = prior.natural.layers[-1].weight[2 * n :]
+    assert torch.equal(w, torch.zeros_like(w))
+    # without warm-up the coupling learns from the first step
+    m3 = ICaRL(n_latents=2, random_state=0, max_epochs=3).fit(data.X, data.y)
+    w3 = m3.module_.prior.natural.layers[-1].weight[2 * n :]
+    assert w3.abs().sum() > 0
+    assert m3.module_.prior.coupling_scale.item() == 1.0
+    # a warm-up shorter than training switches on midway (after epoch 1 of 3)
+    m4 = ICaRL(n_latents=2, coupling_warmup=0.2, random_state=0, max_epochs=3)
+    w4 = m4.fit(data.X, data.y).module_.prior.natural.layers[-1].weight[2 * n :]
+    assert w4.abs().sum() > 0
+
+
 def test_validation_split_runs_score_matching_without_grad_mode(data):
     # fit_module evaluates validation batches under torch.no_grad()
     for method in ("exact", "sliced"):
@@ -349,6 +370,8 @@ def test_bad_inputs(data):
         (dict(conditioning="target+task+env"), "conditioning must be one of"),
         (dict(n_latents=0), "n_latents must be a positive integer"),
         (dict(decoder_var=-1.0), "decoder_var"),
+        (dict(coupling_warmup=1.0), "coupling_warmup must lie in"),
+        (dict(coupling_warmup=-0.1), "coupling_warmup must lie in"),
     ],
 )
 def test_bad_hyperparameters(data, params, match):
