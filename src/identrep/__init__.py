@@ -1,21 +1,16 @@
 """identrep: identifiable representation learning from task structure and sparsity."""
 
-from identrep import datasets, metrics
+from identrep import datasets, metrics, models
 from identrep.exceptions import ConvergenceWarning, DataError, NotFittedError
-from identrep.models import IVAE, MTIVAE, MTLCM, MTRN, VAE, TaskIdentifiable
+from identrep.models import *  # noqa: F403  (the estimators; listed in models.__all__)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "IVAE",
-    "MTIVAE",
-    "MTLCM",
-    "MTRN",
-    "VAE",
+    *models.__all__,
     "ConvergenceWarning",
     "DataError",
     "NotFittedError",
-    "TaskIdentifiable",
     "__version__",
     "datasets",
     "metrics",

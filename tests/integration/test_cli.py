@@ -85,3 +85,28 @@ def test_console_script_entry_point():
     )
     assert res.returncode == 0
     assert res.stdout.startswith("identrep ")
+
+
+def test_reproduce_qm9_on_fixture_then_report(tmp_path, capsys):
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "data" / "qm9"
+    out = tmp_path / "qm9"
+    argv = ["reproduce", "qm9", "--qm9-source", str(data), "--n-molecules", "60"]
+    argv += ["--max-epochs", "1", "--latent-dims", "2", "--seeds", "2"]
+    argv += ["--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "| 2 | 2 |" in text  # one row: d=2, two seeds
+    assert (out / "qm9_report.md").is_file() and (out / "qm9_results.csv").is_file()
+    assert len(list((out / "records").glob("*.json"))) == 2
+    assert main(["report", str(out)]) == 0
+    assert "QM9" in capsys.readouterr().out
+
+
+def test_reproduce_qm9_only_flags_are_rejected_elsewhere(tmp_path, capsys):
+    assert main(["reproduce", "table1", "--max-epochs", "3", "--dry-run"]) == 2
+    assert "--max-epochs applies to qm9 only" in capsys.readouterr().err
+    argv = ["reproduce", "qm9", "--latent-dims", "5,x", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    assert "--latent-dims must be comma-separated integers" in capsys.readouterr().err
