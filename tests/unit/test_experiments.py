@@ -219,15 +219,25 @@ def test_report_writes_latex_and_plots_from_records_alone(tmp_path, monkeypatch)
 
 
 def test_table3_grid_and_its_errors():
-    grid = get_table("table3").grid()
+    grid = get_table("table3").grid(models=["MTLCM"])
     assert len(grid) == 25 and {c.n_latents for c in grid} == {5, 10, 20, 40, 80}
     assert all(c.model == "MTLCM" and c.mixing == "none" for c in grid)
-    quick = get_table("table3").grid(quick=True)
-    assert [(c.n_latents, c.seed) for c in quick] == [(5, 0), (5, 1), (10, 0), (10, 1)]
+    assert len(get_table("table3").grid()) == 125  # MTLCM and the four baselines
+    quick = get_table("table3").grid(quick=True, models=["MTLCM", "iCaRL"])
+    assert [(c.model, c.n_latents, c.seed, c.max_epochs) for c in quick] == [
+        ("MTLCM", 5, 0, 40),
+        ("MTLCM", 5, 1, 40),
+        ("MTLCM", 10, 0, 40),
+        ("MTLCM", 10, 1, 40),
+        ("iCaRL", 5, 0, 4),
+        ("iCaRL", 5, 1, 4),
+        ("iCaRL", 10, 0, 4),
+        ("iCaRL", 10, 1, 4),
+    ]
     with pytest.raises(ValueError, match="compares seeds"):
         get_table("table3").grid(seeds=1)
-    with pytest.raises(ValueError, match="baselines are not run"):
-        get_table("table3").grid(models=["iVAE"])
+    with pytest.raises(ValueError, match="non-empty subset"):
+        get_table("table3").grid(models=["PCA"])
 
 
 def test_table3_runs_store_latents_and_report_agreement_across_seeds(
@@ -263,18 +273,29 @@ def test_table3_runs_store_latents_and_report_agreement_across_seeds(
             n_tasks=8,
             n_samples=150,
             mixing="none",
-            max_epochs=30,
+            max_epochs=30 if m == "MTLCM" else 3,
             seed=s,
+            model=m,
         )
+        for m in ("MTLCM", "MT-iVAE")
         for s in range(3)
     ]
+    monkeypatch.setattr(runner, "TABLE3_BASELINE_MATERIALS", 100)
     recs = run_sweep(configs, tmp_path, progress=False)
     for r in recs:
         assert (tmp_path / "latents" / f"{r['run_id']}.npz").exists()
-        assert 0.0 < r["metrics"]["mtrn_r2"] <= 1.0
+        if r["config"]["model"] == "MTLCM":
+            assert 0.0 < r["metrics"]["mtrn_r2"] <= 1.0
+        else:  # trained on a subset of the materials, encodes all of them
+            assert r["metrics"]["n_train_materials"] == 100
+            with np.load(tmp_path / "latents" / f"{r['run_id']}.npz") as z:
+                assert z["latents"].shape == (150, 3) and "features" not in z.files
     df, text = write_report(tmp_path)
     summ = pd.read_csv(tmp_path / "results.csv")
-    assert len(summ) == 3
+    assert len(summ) == 6
+    row = [x for x in text.splitlines() if x.startswith("| MT-iVAE | 3 |")][0]
+    cells = row.split("|")  # no MTRN features: weak MCC empty, strong in (0, 100]
+    assert 0 < float(cells[5].split("±")[0]) <= 100
     row = [x for x in text.splitlines() if x.startswith("| MTLCM | 3 |")][0]
     # 3 seeds -> 3 pairs; cross-seed agreement is an MCC in (0, 100]
     cells = row.split("|")
