@@ -305,3 +305,28 @@ def test_table3_runs_store_latents_and_report_agreement_across_seeds(
     next((tmp_path / "latents").glob("*.npz")).unlink()
     with pytest.raises(FileNotFoundError, match="has no stored latents"):
         write_report(tmp_path)
+
+
+def test_report_puts_models_side_by_side_with_the_paper(tmp_path):
+    """One column per model (MTLCM first), one row per configuration, our
+    mean ± std with the paper's number of that model in parentheses."""
+    configs = [
+        dataclasses.replace(SMALL, model=m, seed=s, max_epochs=2)
+        for m in ("iVAE", "MTLCM")
+        for s in range(2)
+    ]
+    recs = run_sweep(configs, tmp_path, progress=False)
+    _, text = write_report(tmp_path, plots=False)
+    lines = text.split("Side by side")[1].splitlines()
+    assert lines[2] == "| n_causal | n_latents | MTLCM | iVAE |"
+    row = lines[4].split(" | ")
+    pub = published_results("table1").set_index(["model", "n_causal", "n_latents"])
+    for col, model in ((2, "MTLCM"), (3, "iVAE")):
+        vals = [
+            r["metrics"]["mcc_task_spearman"] * 100
+            for r in recs
+            if r["config"]["model"] == model
+        ]
+        paper = pub.loc[(model, 2, 3), "mcc_mean"]
+        assert row[col].startswith(f"{np.mean(vals):.2f} ± {np.std(vals):.2f}")
+        assert row[col].rstrip(" |").endswith(f"({paper:.2f})")

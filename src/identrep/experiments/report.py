@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from identrep.experiments.configs import MODELS
 from identrep.experiments.io import atomic_write_text, load_records
 from identrep.experiments.tables import get_table, published_results
 
@@ -233,6 +234,8 @@ def build_report(
         if mixing != table.published_mixing:
             lines.append(f"\n(The paper reports {table.published_mixing} mixing only.)")
         lines.append("")
+        if part["model"].nunique() > 1:
+            lines += _side_by_side(part, table, pub, mixing)
     lines.append(
         "MCC per task: Spearman MCC with its own matching in every task, averaged "
         "over tasks (the paper's protocol). MCC pooled: one matching over all "
@@ -250,6 +253,47 @@ def build_report(
         "pooled matching of latents. Std over seeds with ddof=0."
     )
     return "\n".join(lines) + "\n", summ
+
+
+def _side_by_side(part: pd.DataFrame, table, pub: pd.DataFrame, mixing: str) -> list:
+    """Markdown lines of one configuration per row and one column per model:
+    our mean ± std of the table's main metric with the paper's mean beside it
+    (and, where the table has one, MTRN's weak MCC as its own column)."""
+    metric = table.compare[-1][0]
+    if f"{metric}_mean" not in part.columns:
+        return []
+    labels = {m: lab for m, lab, _ in table.metrics}
+    # columns: (title, model whose rows hold it, metric, published model)
+    cols = [
+        ("MTRN weak", "MTLCM", m, pub_model)
+        for m, pub_model, _ in table.compare[:-1]
+        if f"{m}_mean" in part.columns and part[f"{m}_mean"].notna().any()
+    ]
+    present = list(dict.fromkeys(part["model"]))
+    ordered = [m for m in MODELS if m in present] + [
+        m for m in present if m not in MODELS
+    ]
+    cols += [(m, m, metric, None) for m in ordered]
+    lines = [
+        f"Side by side: {labels.get(metric, metric)} ×100 (MTRN weak: its weak "
+        "MCC), ours (paper).\n",
+        "| " + " | ".join([*table.keys, *(c[0] for c in cols)]) + " |",
+        "|" + "---|" * (len(table.keys) + len(cols)),
+    ]
+    for key, grp in part.groupby(list(table.keys), sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        cells = [str(int(v)) for v in key]
+        by_model = {r["model"]: r for _, r in grp.iterrows()}
+        for _, model, m, pub_model in cols:
+            row = by_model.get(model)
+            if row is None or pd.isna(row.get(f"{m}_mean")):
+                cells.append("-")
+                continue
+            ours = _pm(row[f"{m}_mean"], row[f"{m}_std"], 100, 2)
+            pm, _ = _published(pub, table, row, m, pub_model, mixing)
+            cells.append(ours + ("" if pm is None else f" ({pm:.2f})"))
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 _LATEX_ESCAPES = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#"}
