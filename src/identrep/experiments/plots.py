@@ -116,6 +116,7 @@ def plot_summary(summ: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
                     ax.set_xscale("log")
                     ax.set_xticks(sorted(sub[x].unique()))
                     ax.set_xticklabels([str(v) for v in sorted(sub[x].unique())])
+                    ax.set_xticks([], minor=True)  # no 4x10^0-style minor labels
                 ax.grid(alpha=0.3)
             axes[0][0].set_ylabel(f"{ylabel} (x100)")
             handles, labels = axes[0][0].get_legend_handles_labels()
