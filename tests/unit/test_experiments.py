@@ -330,3 +330,29 @@ def test_report_puts_models_side_by_side_with_the_paper(tmp_path):
         paper = pub.loc[(model, 2, 3), "mcc_mean"]
         assert row[col].startswith(f"{np.mean(vals):.2f} ± {np.std(vals):.2f}")
         assert row[col].rstrip(" |").endswith(f"({paper:.2f})")
+
+
+def test_a_failing_run_is_recorded_and_does_not_stop_the_sweep(tmp_path, monkeypatch):
+    import identrep.experiments.runner as runner
+
+    real_run = runner.run
+    bad = dataclasses.replace(SMALL, seed=1)
+
+    def run(config, **kw):
+        if config == bad:
+            raise ValueError("the fit is singular (test)")
+        return real_run(config, **kw)
+
+    monkeypatch.setattr(runner, "run", run)
+    configs = [dataclasses.replace(SMALL, seed=s) for s in range(3)]
+    recs = run_sweep(configs, tmp_path, progress=False)
+    assert [r.get("status") for r in recs] == [None, "failed", None]
+    assert recs[1]["error"] == "ValueError: the fit is singular (test)"
+    assert recs[1]["metrics"] == {}
+    _, text = write_report(tmp_path, plots=False)
+    assert "## Failed runs (1)" in text and bad.run_id in text
+    assert len(pd.read_csv(tmp_path / "results.csv")) == 2  # failed run: no row
+    # final: a resumed sweep does not run it again
+    monkeypatch.setattr(runner, "run", lambda *a, **k: pytest.fail("rerun"))
+    again = run_sweep(configs, tmp_path, progress=False)
+    assert [r["run_id"] for r in again] == [r["run_id"] for r in recs]

@@ -39,6 +39,8 @@ def records_to_frame(records: list[dict]) -> pd.DataFrame:
     """One row per run: configuration fields, seeds, metric columns."""
     rows = []
     for r in records:
+        if r.get("status") == "failed":
+            continue  # listed by write_report, no metrics
         row = {k: r["config"].get(k) for k in _CONFIG_COLS}
         row.update(data_seed=r["data_seed"], model_seed=r["model_seed"])
         row.update(r["metrics"])
@@ -132,7 +134,7 @@ def cross_seed_summary(records: list[dict], out: str | Path) -> pd.DataFrame:
 
     groups: dict[tuple, list[dict]] = {}
     for r in records:
-        if r["config"]["table"] != "table3":
+        if r["config"]["table"] != "table3" or r.get("status") == "failed":
             continue
         c = r["config"]
         key = tuple(c[k] for k in _SUMMARY_KEYS)
@@ -373,7 +375,12 @@ def write_report(out: str | Path, *, plots: bool = True) -> tuple[pd.DataFrame, 
     records = load_records(out)
     df = records_to_frame(records)
     if df.empty:
-        raise ValueError(f"No records in {out / 'records'}; nothing to report.")
+        n_failed = sum(r.get("status") == "failed" for r in records)
+        raise ValueError(
+            f"No records in {out / 'records'}; nothing to report."
+            if not n_failed
+            else f"All {n_failed} runs in {out / 'records'} failed; see their errors."
+        )
     atomic_write_text(out / "results.csv", df.to_csv(index=False))
     cross = cross_seed_summary(records, out)
     text, summ = build_report(df, cross)
@@ -388,6 +395,15 @@ def write_report(out: str | Path, *, plots: bool = True) -> tuple[pd.DataFrame, 
             figures = f"\n(No plots: {exc})\n"
         else:
             figures = "".join(f"\n![{p.stem}](plots/{p.name})\n" for p in paths)
+    failed = sorted(
+        (r["run_id"], r["error"]) for r in records if r.get("status") == "failed"
+    )
+    if failed:
+        text += (
+            f"\n## Failed runs ({len(failed)})\n\nNo metrics; the seeds are fixed, "
+            "so running them again fails the same way (delete a record to retry).\n\n"
+            + "".join(f"- `{rid}`: {err}\n" for rid, err in failed)
+        )
     header = "# identrep results\n\nRebuilt from the records in `records/`.\n\n"
     atomic_write_text(out / "report.md", header + text + figures)
     return df, text

@@ -38,10 +38,30 @@ def _run_single_threaded(config: RunConfig, out: str | None) -> dict:
     torch.set_num_threads(1)
     artifacts = None if out is None else str(Path(out) / "latents")
     with threadpool_limits(limits=1):
-        record = run(config, artifacts=artifacts)
+        try:
+            record = run(config, artifacts=artifacts)
+        except (ValueError, RuntimeError, ArithmeticError) as exc:
+            # a run that cannot be fitted (singular data, divergence) is a result
+            # of the sweep, not the end of it; seeds are fixed, so it is final
+            record = failed_record(config, exc)
     if out is not None:
         write_record(record_path(out, config), record)
     return record
+
+
+def failed_record(config: RunConfig, exc: BaseException) -> dict:
+    """The record of a run that raised: its configuration and the error, no
+    metrics. The report lists it; delete the file to run it again."""
+    from identrep.experiments.runner import environment
+
+    return {
+        "run_id": config.run_id,
+        "config": config.to_dict(),
+        "status": "failed",
+        "error": f"{type(exc).__name__}: {exc}",
+        "metrics": {},
+        "environment": environment(),
+    }
 
 
 class _SweepLock:
@@ -119,6 +139,8 @@ class _Progress:
             for key, label in _PROGRESS_METRICS
             if isinstance(m.get(key), (int, float))
         ]
+        if record.get("status") == "failed":
+            shown = [f"FAILED ({record['error'][:160]})"]
         print(
             f"[{self.done:>{width}}/{self.total}] {c['model']} d={c['n_latents']} "
             f"k={c['n_causal']} {c['mixing']} seed={c['seed']}: "
