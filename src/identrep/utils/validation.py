@@ -90,7 +90,9 @@ def check_array(
             raise TypeError(
                 f"{name} must be numeric; got dtype {arr.dtype} ({exc})."
             ) from exc
-    arr = np.asarray(arr, dtype=dtype)
+    # C order always: float32 network layers round differently on a Fortran-ordered
+    # (e.g. DataFrame.to_numpy()) input, so the same data would give other latents
+    arr = np.asarray(arr, dtype=dtype, order="C")
     if arr.ndim != ndim:
         want = "(n_samples,)" if ndim == 1 else "(n_samples, n_features)"
         raise DataError(
