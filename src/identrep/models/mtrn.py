@@ -565,7 +565,7 @@ class MTRN(IdentrepEstimator):
             )
         module = module.to(dtype=dt).eval()
         with torch.no_grad():
-            out = module(torch.as_tensor(probe, dtype=dt))
+            out = module(torch.tensor(probe, dtype=dt))  # a copy: X may be read-only
         if tuple(out.shape) != (probe.shape[0], d):
             raise ValueError(
                 f"The extractor must map (batch, {p}) to (batch, n_latents={d}); on "
