@@ -1,4 +1,4 @@
-"""Recovery runs of MT-iCaRL on a process of its own model family.
+"""Recovery runs of MT-iCaRL and iCaRL on processes of their own model family.
 
 Data: 3 latents, 30 environments x 300 samples. Within environment e the latents
 are Gaussian, ``z | e ~ N(0, D_e R_e D_e)``: standard deviations D_e ~ U[0.5, 3]
@@ -26,6 +26,14 @@ settle in partly rotated solutions (module docstring), hence the wider spread.
 Gates: 0.75 with warm-up (0.03 below the worst seed) and 0.70 without (0.04
 below); both well under the 0.85 hoped for, which this method does not reach on
 every seed here.
+
+A caution on what these two tests show: a plain VAE (same decoder variance, lr,
+schedule and epochs) on the same correlated data scored 0.706-0.978 (median 0.92)
+over seeds 0-9, because the nearly linear, well-conditioned mixing leaves the
+variance-modulated sources' heavy-tailed pooled marginals visible to any
+axis-seeking model. They check that MT-iCaRL recovers the sources, not that it
+beats an unconditioned VAE here; the single-task test at the end of this file
+(iVAE's process, where the VAE stays below 0.88) is the sharper one.
 """
 
 from __future__ import annotations
@@ -106,3 +114,39 @@ def test_mticarl_as_in_the_paper_recovers_correlated_sources(correlated_segments
     m = MTICaRL(random_state=seed, **TRAIN).fit(X, task_ids=env)
     score = mcc(Z, m.transform(X, task_ids=env), "pearson")
     assert score >= 0.70  # observed 0.741-0.960 over seeds 0-9
+
+
+# ----------------------------------------------------- single-task iCaRL
+# iVAE's process (tests/integration/test_ivae_recovery.py): 3 independent Gaussian
+# sources whose variances change across 15 segments, one linear mixing layer. A
+# factorised prior is the special case c = 0 of iCaRL's family, so this is a process
+# of the model's own; the segment enters u as a one-hot code (conditioning="task").
+# Same training as the iVAE test plus a small coupling (K = 8 tanh statistics).
+# Pearson MCC of the encoder mean over seeds 0-9 (data and model seeded alike):
+#   iCaRL  0.949 0.874 0.829 0.970 0.917 0.806 0.941 0.930 0.944 0.989  (min 0.806)
+#   VAE    0.841 0.794 0.873 0.690 0.873 0.682 0.745 0.831 0.809 0.856  (median 0.825)
+# iCaRL is above the VAE on 9 of 10 seeds (median gap 0.11; seed 2: -0.04), so the
+# gate is on iCaRL's own MCC: 0.78, 0.026 below its worst seed.
+SEGMENT_TRAIN = dict(
+    n_latents=3,
+    conditioning="task",
+    tnn_hidden=8,
+    decoder_var=0.1,
+    lr=1e-2,
+    lr_schedule="cosine",
+    max_epochs=80,
+    batch_size=256,
+)
+
+
+@pytest.mark.slow
+def test_icarl_with_the_segment_recovers_variance_modulated_sources(seed):
+    from identrep.models.baselines import ICaRL
+
+    data = make_segment_sources(
+        n_segments=15, n_per_segment=400, n_latents=3, random_state=seed
+    )
+    m = ICaRL(random_state=seed, **SEGMENT_TRAIN).fit(data.X, task_ids=data.task_ids)
+    score = mcc(data.Z, m.transform(data.X, task_ids=data.task_ids), "pearson")
+    assert m.score_matching_ == "exact"
+    assert score >= 0.78  # observed 0.806-0.989 over seeds 0-9
