@@ -3,11 +3,12 @@
 After every epoch MTRN replaces its joint heads by their exact ridge solution given
 the current features. On wide data (rows observed in many tasks, e.g. the
 superconductivity table: 21,263 materials x 80 tasks) the per-observation form
-(:func:`identrep.models.heads.fit_ridge_heads`, the baseline) gathers every row's
-features once per task it is observed in; the masked form
-(:func:`identrep.models.heads.fit_ridge_heads_wide`) forms the per-task sums as
-matrix products with the (rows x tasks) mask, each row once. Both give the same
-heads (checked here, and in tests/unit/test_heads.py); the ratio is against the
+(:func:`~identrep.models.multitask.heads.fit_ridge_heads`, the baseline) gathers
+every row's features once per task it is observed in; the masked form
+(:func:`~identrep.models.multitask.heads.fit_ridge_heads_wide`) forms the per-task
+sums as matrix products with the (rows x tasks) mask, each row once. Both give the same
+heads (checked here, and in tests/unit/models/multitask/test_heads.py); the ratio
+is against the
 baseline measured in the same run, one thread.
 
 Usage::
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from identrep.models.heads import fit_ridge_heads, fit_ridge_heads_wide
+from identrep.models.multitask.heads import fit_ridge_heads, fit_ridge_heads_wide
 
 
 def best_of(fn, repeat: int) -> float:

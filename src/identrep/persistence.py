@@ -52,6 +52,8 @@ from typing import Any
 
 import numpy as np
 
+from identrep.exceptions import ModelFileError
+
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
@@ -71,10 +73,6 @@ TENSORS = "tensors.pt"
 _JSON_SCALARS = (type(None), bool, int, float, str)
 # parameters that do not shape the fitted model and may be saved as None
 _DROPPABLE_PARAMS = frozenset({"random_state"})
-
-
-class ModelFileError(ValueError):
-    """A saved model is missing a part, corrupt, foreign, or of an unknown class."""
 
 
 # ----------------------------------------------------------------------- registry
@@ -350,13 +348,13 @@ def _build_mtrn_module(est):
     """The untrained ``MultiTaskNet`` of a fitted MTRN (mirrors ``MTRN.fit``)."""
     import torch
 
-    from identrep.models.heads import JointHeads
-    from identrep.models.nets import MLP, MultiTaskNet, Standardize
+    from identrep.models.multitask.heads import JointHeads
+    from identrep.models.nn.mlp import MLP, MultiTaskNet, Standardize
 
     p, d = int(est.n_features_in_), int(est.n_latents_)
     named = getattr(est, "extractor", None)
     if named is not None:  # a named extractor (callables are refused by save_model)
-        from identrep.models.mtrn import _EXTRACTORS
+        from identrep.models.multitask.mtrn import _EXTRACTORS
 
         extractor = _EXTRACTORS[named]()(p, d)
     else:

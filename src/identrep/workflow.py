@@ -2,7 +2,7 @@
 
 ``identrep fit`` and ``identrep transform`` (and :func:`fit` / :func:`transform` from
 Python) read a CSV or Parquet file, fit the two-stage method (MTRN then MTLCM,
-:class:`~identrep.models.pipeline.TaskIdentifiable`) or MTLCM alone, and write
+:class:`~identrep.TaskIdentifiable`) or MTLCM alone, and write
 plain files.
 
 Layouts
@@ -72,6 +72,7 @@ from typing import Any
 import numpy as np
 
 from identrep.exceptions import DataError
+from identrep.utils.io import atomic_write_bytes, atomic_write_text
 
 __all__ = [
     "FitResult",
@@ -528,21 +529,8 @@ def load_table(
 
 
 # ------------------------------------------------------------------------ writing
-def _atomic_write_bytes(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temporary sibling, fsync, rename)."""
-    from identrep.experiments.io import atomic_path
-
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
-    return path
-
-
-def _atomic_write_text(path: Path, text: str) -> Path:
-    return _atomic_write_bytes(path, text.encode("utf-8"))
-
-
 def _write_csv(path: Path, frame) -> Path:
-    return _atomic_write_text(path, frame.to_csv(index=False))
+    return atomic_write_text(path, frame.to_csv(index=False))
 
 
 def _latent_frame(Z: np.ndarray, table_ids, id_col, rows=None):
@@ -794,7 +782,7 @@ def fit(
         f"Causal map ({what}, K={K}, seed {seed})",
     )
     if png is not None:
-        files["causal_map.png"] = _atomic_write_bytes(out / "causal_map.png", png)
+        files["causal_map.png"] = atomic_write_bytes(out / "causal_map.png", png)
     metadata = {
         "layout": table.layout,
         "features": table.features,
@@ -826,8 +814,8 @@ def fit(
         "version": identrep.__version__,
     }
     md, page = _report(info)
-    files["report.md"] = _atomic_write_text(out / "report.md", md)
-    files["report.html"] = _atomic_write_text(out / "report.html", page)
+    files["report.md"] = atomic_write_text(out / "report.md", md)
+    files["report.html"] = atomic_write_text(out / "report.html", page)
     _log(
         "Wrote " + ", ".join(str(p.name) for p in files.values()) + f" in {out}.",
         progress,

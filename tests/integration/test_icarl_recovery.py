@@ -12,7 +12,7 @@ densities up to the tanh approximation of the cross terms.
 
 Training: u takes 30 values, so the coupling is kept small (K = 8 tanh
 statistics, dim T + 1 = 15 <= 30; see the module docstring of
-:mod:`identrep.models.baselines.icarl`); decoder variance 0.03, Adam lr 1e-2 with
+:mod:`identrep.models.vae.icarl`); decoder variance 0.03, Adam lr 1e-2 with
 cosine decay over 60 epochs, batch 256 (2100 steps, 5-7 s on one core).
 
 Pearson MCC of the encoder mean, observed over seeds 0-9 (data and model seeded
@@ -43,7 +43,7 @@ import pytest
 
 from identrep.datasets import make_segment_sources
 from identrep.metrics import mcc
-from identrep.models.baselines import ICaRL, MTICaRL
+from identrep.models.vae import ICaRL, MTICaRL
 
 N_ENV, N_PER, N_LATENTS, N_OBS, RHO, SLOPE = 30, 300, 3, 3, 0.2, 0.5
 

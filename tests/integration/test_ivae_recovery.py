@@ -29,7 +29,7 @@ import pytest
 
 from identrep.datasets import make_segment_sources
 from identrep.metrics import mcc
-from identrep.models.baselines import IVAE, MTIVAE, VAE
+from identrep.models.vae import IVAE, MTIVAE, VAE
 
 TRAIN = dict(
     n_latents=3,

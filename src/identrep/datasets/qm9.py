@@ -10,7 +10,7 @@ and parsed here.
 
 Molecules come as dense arrays padded to :data:`QM9_MAX_ATOMS` = 29 atoms, plus a
 flat 2-D encoding (:func:`flatten_molecules`) that every identrep estimator
-accepts as ``X`` and that :class:`identrep.models.egnn.EGNNExtractor` decodes.
+accepts as ``X`` and that :class:`identrep.models.nn.egnn.EGNNExtractor` decodes.
 
 Flat layout
 -----------

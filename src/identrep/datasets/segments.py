@@ -73,7 +73,7 @@ def make_segment_sources(
     ``n_observed`` dimensions, later layers ``n_observed`` to ``n_observed``.
 
     Segments are the tasks (``task_ids``); iVAE conditions on them
-    (:class:`~identrep.models.baselines.IVAE` with ``conditioning="task"``). So that
+    (:class:`~identrep.models.vae.IVAE` with ``conditioning="task"``). So that
     the bundle also suits target-based estimators, every segment has an auxiliary
     regression target ``y = w_s . z + target_noise * N(0, 1)`` with ``w_s ~ N(0,
     I)``: every source is causal (``causal`` all ones, ``gammas`` zero). ``y`` is

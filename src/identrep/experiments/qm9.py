@@ -1,8 +1,8 @@
 """QM9 (Chen et al., 2024, Figure 3): EGNN-MTRN then MTLCM, agreement across seeds.
 
 For every latent dimension d and seed, :func:`run_qm9` fits
-:class:`~identrep.models.pipeline.TaskIdentifiable` with an
-:class:`~identrep.models.egnn.EGNNExtractor` on the 12 standardised QM9 targets
+:class:`~identrep.TaskIdentifiable` with an
+:class:`~identrep.models.nn.egnn.EGNNExtractor` on the 12 standardised QM9 targets
 (wide layout, one task per target, all molecules observed in every task, no split
 as in the paper), stores the standardised MTRN features and the MTLCM latents of
 all molecules, and writes one JSON record. With no ground truth, identifiability
@@ -99,8 +99,8 @@ def _one_thread():
 
 
 def _pipeline(latent_dim: int, model_seed: int, settings: dict):
-    from identrep.models.egnn import EGNNExtractor
-    from identrep.models.pipeline import TaskIdentifiable
+    from identrep.models.multitask.pipeline import TaskIdentifiable
+    from identrep.models.nn.egnn import EGNNExtractor
 
     extractor = functools.partial(
         EGNNExtractor.for_flat_input,

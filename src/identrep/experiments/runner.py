@@ -282,7 +282,7 @@ def _fit_two_stage(config: RunConfig, data, model_seed: int):
     return metrics
 
 
-#: The baselines' estimator classes (in identrep.models.baselines) by paper name.
+#: The baselines' estimator classes (in identrep.models.vae) by paper name.
 BASELINE_CLASSES = {
     "iVAE": "IVAE",
     "MT-iVAE": "MTIVAE",
@@ -318,12 +318,12 @@ TABLE3_BASELINE_MATERIALS = 3000
 def baseline_estimator(config: RunConfig, model_seed: int):
     """The unfitted baseline estimator of a configuration, with its table's
     settings (``config.max_epochs`` overrides the epoch budget)."""
-    from identrep.models import baselines
+    from identrep.models import vae
 
     params = dict(BASELINE_SETTINGS[config.table])
     if config.max_epochs is not None:
         params["max_epochs"] = config.max_epochs
-    cls = getattr(baselines, BASELINE_CLASSES[config.model])
+    cls = getattr(vae, BASELINE_CLASSES[config.model])
     return cls(n_latents=config.n_latents, random_state=model_seed, **params)
 
 

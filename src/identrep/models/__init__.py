@@ -1,10 +1,9 @@
-"""identrep models: MTRN (stage 1), MTLCM (stage 2), the two-stage pipeline and the
-baselines of the papers."""
+"""identrep models, by family: :mod:`~identrep.models.multitask` (MTRN, MTLCM, the
+two-stage pipeline), :mod:`~identrep.models.vae` (VAE, iVAE, iCaRL and their
+multi-task versions) and :mod:`~identrep.models.nn` (the torch modules they share)."""
 
-from identrep.models.baselines import IVAE, MTIVAE, VAE, ICaRL, MTICaRL
-from identrep.models.mtlcm import MTLCM
-from identrep.models.mtrn import MTRN
-from identrep.models.pipeline import TaskIdentifiable
+from identrep.models.multitask import MTLCM, MTRN, TaskIdentifiable
+from identrep.models.vae import IVAE, MTIVAE, VAE, ICaRL, MTICaRL
 
 __all__ = [
     "IVAE",

@@ -1,19 +1,136 @@
-"""Shared estimator plumbing (sklearn-compatible base, fitted checks)."""
+"""The estimator base of every identrep model, and the torch mixin of the networks.
+
+:class:`IdentrepEstimator` is scikit-learn's contract plus what identrep adds:
+
+* hyperparameters declared once per class in ``_parameter_constraints`` and checked
+  at the start of ``fit`` by :meth:`~IdentrepEstimator._validate_params` (cross-
+  parameter rules go in the :meth:`~IdentrepEstimator._check_param_combinations`
+  hook), so every estimator words the same error the same way;
+* ``n_features_in_`` and ``feature_names_in_`` recorded at fit and checked at
+  transform (a DataFrame whose columns differ is refused, naming the difference);
+* ``transform`` before ``fit`` raises :class:`~identrep.exceptions.NotFittedError`,
+  which is also scikit-learn's;
+* ``fit_transform`` and ``get_feature_names_out`` for every estimator
+  (:class:`sklearn.base.TransformerMixin`).
+
+:class:`TorchEstimatorMixin` owns what every torch model repeats: the device and
+dtype (resolved once per fit), the seeds drawn from ``random_state``, the
+within-task validation split, minibatches, the call of the one training loop
+:func:`~identrep.training.fit_module` with the estimator's budget, and chunked
+inference. A new torch model is then its hyperparameters, an ``nn.Module`` and a pure
+loss.
+"""
 
 from __future__ import annotations
 
-import numpy as np
-from sklearn.base import BaseEstimator
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from identrep.exceptions import NotFittedError
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, TransformerMixin
+from torch import nn
+
+from identrep.exceptions import DataError, NotFittedError
+from identrep.training.loop import IndexBatches, fit_module, split_within_tasks
+from identrep.utils._param_validation import validate_parameter_constraints
+from identrep.utils.seeding import check_random_state, torch_seed_from
+from identrep.utils.torch import resolve_device, resolve_dtype
 from identrep.utils.validation import check_array
 
+__all__ = ["IdentrepEstimator", "TorchEstimatorMixin"]
 
-class IdentrepEstimator(BaseEstimator):
-    """sklearn ``get_params``/``set_params``/``clone`` plus fitted checks."""
 
+def _feature_names(X) -> np.ndarray | None:
+    """String column names of a DataFrame-like ``X``, else None (as scikit-learn:
+    names are only recorded when every column name is a string)."""
+    cols = getattr(X, "columns", None)
+    if cols is None:
+        return None
+    names = np.asarray(list(cols), dtype=object)
+    if names.size and all(isinstance(c, str) for c in names):
+        return names
+    return None
+
+
+class IdentrepEstimator(TransformerMixin, BaseEstimator):
+    """Base of every identrep estimator (scikit-learn compatible).
+
+    Subclasses declare ``_parameter_constraints`` (every ``__init__`` parameter, see
+    :mod:`identrep.utils._param_validation`), call :meth:`_validate_params` first
+    in ``fit`` and :meth:`_record_features` once the input is checked, and set
+    ``n_latents_`` (the output width of ``transform``).
+    """
+
+    _parameter_constraints: dict[str, list] = {}
     _fitted_attr = "n_features_in_"
 
+    # ------------------------------------------------------------ parameters
+    def _validate_params(self) -> None:
+        """Check every hyperparameter against its declared constraints, then the
+        combination rules of :meth:`_check_param_combinations`."""
+        validate_parameter_constraints(
+            self._parameter_constraints,
+            self.get_params(deep=False),
+            caller_name=type(self).__name__,
+        )
+        self._check_param_combinations()
+
+    def _check_param_combinations(self) -> None:
+        """Rules that involve several hyperparameters (none by default); raise
+        :class:`~identrep.exceptions.InvalidParameterError`."""
+
+    # --------------------------------------------------------------- features
+    def _record_features(self, X_raw: Any, n_features: int) -> None:
+        """Set ``n_features_in_`` and, for a DataFrame with string column names,
+        ``feature_names_in_`` (removed when the new input has none)."""
+        self.n_features_in_ = int(n_features)
+        names = _feature_names(X_raw)
+        if names is not None:
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+
+    def _check_feature_names(self, X_raw: Any, name: str = "X") -> None:
+        fitted = getattr(self, "feature_names_in_", None)
+        given = _feature_names(X_raw)
+        cls = type(self).__name__
+        if fitted is None:
+            if given is not None:
+                warnings.warn(
+                    f"{name} has feature names, but {cls} was fitted without feature "
+                    "names",
+                    UserWarning,
+                    stacklevel=3,
+                )
+            return
+        if given is None:
+            warnings.warn(
+                f"{name} does not have valid feature names, but {cls} was fitted with "
+                "feature names",
+                UserWarning,
+                stacklevel=3,
+            )
+            return
+        if len(given) == len(fitted) and np.array_equal(given, fitted):
+            return
+        missing = [c for c in fitted if c not in set(given)]
+        unexpected = [c for c in given if c not in set(fitted)]
+        parts = []
+        if missing:
+            parts.append(f"missing {missing[:5]}")
+        if unexpected:
+            parts.append(f"unexpected {unexpected[:5]}")
+        if not parts:
+            parts.append("the same names in another order")
+        raise DataError(
+            f"The columns of {name} differ from those {cls} was fitted with "
+            f"(feature_names_in_): {'; '.join(parts)}. Pass the columns of fit, in "
+            "the same order."
+        )
+
+    # ----------------------------------------------------------------- fitted
     def _check_fitted(self) -> None:
         if not hasattr(self, self._fitted_attr):
             raise NotFittedError(
@@ -21,12 +138,155 @@ class IdentrepEstimator(BaseEstimator):
                 "before using it."
             )
 
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, self._fitted_attr)
+
     def _check_X(self, X, name: str = "X") -> np.ndarray:
+        """A fitted estimator's input: fitted check, column names, finite values and
+        the number of features of fit."""
         self._check_fitted()
+        self._check_feature_names(X, name)
         X = check_array(X, name)
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(
+            raise DataError(
                 f"{name} has {X.shape[1]} features, but {type(self).__name__} was "
                 f"fitted with n_features_in_={self.n_features_in_}."
             )
         return X
+
+    # ----------------------------------------------------------------- output
+    def fit_transform(self, X, y=None, **fit_params) -> np.ndarray:
+        """``fit(X, y, **fit_params)`` then ``transform(X)``."""
+        return self.fit(X, y, **fit_params).transform(X)
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """Names of the ``transform`` output columns: ``<class>0``, ``<class>1``, ..."""
+        self._check_fitted()
+        prefix = type(self).__name__.lower()
+        return np.asarray(
+            [f"{prefix}{i}" for i in range(self.n_latents_)], dtype=object
+        )
+
+
+class TorchEstimatorMixin:
+    """The parts every torch estimator shares (use before :class:`IdentrepEstimator`
+    in the bases).
+
+    Reads the hyperparameters ``device``, ``dtype``, ``random_state``,
+    ``val_fraction``, ``batch_size``, ``lr``, ``max_epochs``, ``patience``,
+    ``grad_clip``, ``verbose`` and, where the class has them, ``weight_decay`` and
+    ``lr_schedule``. Sets ``device_`` and ``dtype_`` in :meth:`_start_fit`.
+    """
+
+    def _start_fit(self, n_seeds: int) -> tuple[np.random.Generator, list[int]]:
+        """Resolve ``device_``/``dtype_`` and draw ``n_seeds`` torch seeds.
+
+        Returns the numpy generator (for the split and any further draws) and the
+        seeds, drawn in order from ``random_state``, so the same ``random_state``
+        gives the same module initialisation, batches and training noise.
+        """
+        self.device_ = resolve_device(self.device)
+        self.dtype_ = resolve_dtype(self.dtype)
+        rng = check_random_state(self.random_state)
+        return rng, [torch_seed_from(rng) for _ in range(n_seeds)]
+
+    def _split(self, task_ids: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
+        """Random ``val_fraction`` of every task's samples held out for early
+        stopping (:func:`~identrep.training.split_within_tasks`)."""
+        return split_within_tasks(task_ids, self.val_fraction, rng)
+
+    def _tensor(self, a, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """A copy of ``a`` on ``device_`` (``dtype_`` unless given); a copy because
+        ``a`` may be read-only."""
+        return torch.tensor(
+            np.asarray(a), dtype=dtype or self.dtype_, device=self.device_
+        )
+
+    def _batches(
+        self,
+        index: np.ndarray,
+        collate: Callable[[torch.Tensor], Any],
+        *,
+        seed: int = 0,
+        shuffle: bool = True,
+        groups: np.ndarray | None = None,
+    ) -> IndexBatches:
+        """Minibatches of ``batch_size`` over the items ``index`` (reshuffled each
+        epoch when ``shuffle``); ``collate`` receives positions into ``index``
+        already mapped to the items."""
+        idx = torch.as_tensor(np.asarray(index), device=self.device_)
+        return IndexBatches(
+            len(idx),
+            int(self.batch_size),
+            collate=lambda i: collate(idx[i]),
+            seed=seed,
+            shuffle=shuffle,
+            groups=groups,
+            device=self.device_,
+        )
+
+    def _fit_module(
+        self,
+        module: nn.Module,
+        loss_fn: Callable,
+        train_batches,
+        val_batches=None,
+        *,
+        post_epoch: Callable[[nn.Module], None] | None = None,
+        desc: str | None = None,
+        **overrides,
+    ) -> dict:
+        """Train ``module`` with :func:`~identrep.training.fit_module` on the
+        estimator's budget; ``overrides`` replace single arguments."""
+        kwargs = dict(
+            lr=float(self.lr),
+            max_epochs=int(self.max_epochs),
+            val_batches=val_batches,
+            patience=self.patience,
+            grad_clip=self.grad_clip,
+            weight_decay=float(getattr(self, "weight_decay", 0.0)),
+            lr_schedule=getattr(self, "lr_schedule", None),
+            post_epoch=post_epoch,
+            progress=bool(self.verbose),
+            desc=desc or type(self).__name__,
+        )
+        kwargs.update(overrides)
+        return fit_module(module, loss_fn, train_batches, **kwargs)
+
+    def _predict_chunks(
+        self,
+        fn: Callable[..., torch.Tensor | Sequence[torch.Tensor]],
+        arrays: Sequence[np.ndarray],
+        *,
+        chunk_size: int = 8192,
+        dtypes: Sequence[torch.dtype | None] | None = None,
+    ):
+        """Apply ``fn`` to ``chunk_size`` rows of ``arrays`` at a time, without
+        gradients, and return float64 numpy output(s) stacked along rows.
+
+        ``fn`` takes one tensor per array (on ``device_``, dtype ``dtype_`` unless
+        ``dtypes`` names another, e.g. ``torch.int64`` for task codes) and returns a
+        tensor or a tuple of tensors; the result has the same structure.
+        """
+        n = arrays[0].shape[0]
+        dtypes = dtypes or [None] * len(arrays)
+        outs: list[list[np.ndarray]] = []
+        single = True
+        with torch.no_grad():
+            for s in range(0, n, chunk_size):
+                res = fn(
+                    *(
+                        self._tensor(a[s : s + chunk_size], dt)
+                        for a, dt in zip(arrays, dtypes, strict=True)
+                    )
+                )
+                single = isinstance(res, torch.Tensor)
+                parts = [res] if single else list(res)
+                if not outs:
+                    outs = [[] for _ in parts]
+                for acc, r in zip(outs, parts, strict=True):
+                    acc.append(r.detach().cpu().double().numpy())
+        if not outs:
+            raise DataError("Cannot compute outputs for an input with 0 rows.")
+        stacked = [np.concatenate(acc) for acc in outs]
+        return stacked[0] if single else tuple(stacked)

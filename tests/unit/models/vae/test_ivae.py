@@ -1,4 +1,4 @@
-"""Unit tests of the conditional-VAE baselines (models/baselines/{_vae,ivae}.py) and
+"""Unit tests of the conditional-VAE baselines (models/vae/{_base,ivae}.py) and
 the segment process (datasets/segments.py)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from torch.distributions import Laplace, Normal, kl_divergence
 
 from identrep.datasets import make_segment_sources
 from identrep.exceptions import DataError, NotFittedError
-from identrep.models.baselines import IVAE, MTIVAE, VAE
-from identrep.models.baselines._vae import (
+from identrep.models.vae import IVAE, MTIVAE, VAE
+from identrep.models.vae._base import (
     ConditionalPrior,
     ConditionalVAE,
     Conditioner,
@@ -28,7 +28,7 @@ from identrep.models.baselines._vae import (
     reparameterize,
     soft_clamp,
 )
-from identrep.models.baselines.ivae import (
+from identrep.models.vae.ivae import (
     _WeightedObjective,
     aggregate_posterior_log_probs,
     weighted_elbo_loss,

@@ -36,7 +36,7 @@ import torch
 from torch import Tensor, nn
 
 from identrep._typing import Seed
-from identrep.models.baselines._vae import (
+from identrep.models.vae._base import (
     ConditionalVAE,
     ConditionalVAEEstimator,
     VAEBatch,
@@ -209,7 +209,7 @@ class IVAE(ConditionalVAEEstimator):
         whatever ``encoder`` is); default one layer of width
         ``max(2 * n_features, 32)``.
     activation : str, default="leaky_relu"
-        Hidden activation (see :class:`~identrep.models.nets.MLP`).
+        Hidden activation (see :class:`~identrep.models.nn.mlp.MLP`).
     prior : {"gaussian", "laplace"}, default="gaussian"
         Family of the factorised prior p(z | u).
     learn_prior_mean : bool, default=False
@@ -286,7 +286,7 @@ class IVAE(ConditionalVAEEstimator):
     Examples
     --------
     >>> import identrep as ir
-    >>> from identrep.models.baselines import IVAE
+    >>> from identrep.models.vae import IVAE
     >>> data = ir.datasets.make_segment_sources(n_segments=5, n_per_segment=40,
     ...     n_latents=2, n_observed=3, random_state=0)
     >>> m = IVAE(n_latents=2, conditioning="task", max_epochs=2,
@@ -429,7 +429,7 @@ class MTIVAE(IVAE):
     Examples
     --------
     >>> import identrep as ir
-    >>> from identrep.models.baselines import MTIVAE
+    >>> from identrep.models.vae import MTIVAE
     >>> data = ir.datasets.make_segment_sources(n_segments=5, n_per_segment=40,
     ...     n_latents=2, n_observed=3, random_state=0)
     >>> m = MTIVAE(n_latents=2, max_epochs=2, random_state=0).fit(
@@ -533,7 +533,7 @@ class VAE(IVAE):
     Examples
     --------
     >>> import numpy as np
-    >>> from identrep.models.baselines import VAE
+    >>> from identrep.models.vae import VAE
     >>> X = np.random.default_rng(0).normal(size=(100, 4))
     >>> VAE(n_latents=2, max_epochs=2, random_state=0).fit(X).transform(X).shape
     (100, 2)

@@ -1,4 +1,4 @@
-"""Tests of the task-head solvers (models/heads.py): closed form and gradients."""
+"""Tests of the task-head solvers (models/multitask/heads/): closed form, gradients."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from identrep.models.heads import (
+from identrep.models.multitask.heads import (
     JointHeads,
     fit_ridge_heads,
     ridge_heads,
@@ -221,7 +221,7 @@ def test_joint_heads(seed):
 
 @pytest.mark.parametrize("observed", [0.7, 0.97])  # direct and complement sums
 def test_wide_refit_equals_the_long_refit_on_the_same_observations(observed):
-    from identrep.models.heads import fit_ridge_heads, fit_ridge_heads_wide
+    from identrep.models.multitask.heads import fit_ridge_heads, fit_ridge_heads_wide
 
     g = torch.Generator().manual_seed(0)
     n, T, d = 300, 7, 4

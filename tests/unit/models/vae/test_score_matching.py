@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from identrep.models.baselines._score_matching import (
+from identrep.models.vae._score_matching import (
     hyvarinen_score_matching,
     score_and_hessian_diagonal,
     score_matching_loss,

@@ -1,4 +1,4 @@
-"""Closed-form tests of the pure MTLCM likelihood functions (models/_likelihoods.py).
+"""Closed-form tests of the pure MTLCM likelihoods (models/multitask/_likelihoods.py).
 
 Everything is checked against an independent computation: the per-sample
 ``torch.distributions.MultivariateNormal`` log-density, the envelope/KKT conditions
@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch.distributions import MultivariateNormal
 
-from identrep.models._likelihoods import (
+from identrep.models.multitask._likelihoods import (
     mtlcm_latent_nll,
     mtlcm_latent_statistics,
     mtlcm_moments,
@@ -21,7 +21,7 @@ from identrep.models._likelihoods import (
     mtlcm_optimal_slopes,
     mtlcm_profile_nll,
 )
-from identrep.models._stats import task_statistics
+from identrep.models.multitask._stats import task_statistics
 from identrep.utils.validation import check_multitask
 
 F64 = torch.float64

@@ -9,13 +9,13 @@ from sklearn.base import clone
 
 from identrep.datasets import make_segment_sources
 from identrep.exceptions import DataError, NotFittedError
-from identrep.models.baselines import ICaRL, MTICaRL
-from identrep.models.baselines._score_matching import (
+from identrep.models.vae import ICaRL, MTICaRL
+from identrep.models.vae._base import VAEBatch
+from identrep.models.vae._score_matching import (
     hyvarinen_score_matching,
     score_and_hessian_diagonal,
 )
-from identrep.models.baselines._vae import VAEBatch
-from identrep.models.baselines.icarl import ExpFamPrior, icarl_loss_terms
+from identrep.models.vae.icarl import ExpFamPrior, icarl_loss_terms
 
 FAST = dict(max_epochs=2, batch_size=64)
 

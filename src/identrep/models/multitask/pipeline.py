@@ -8,8 +8,8 @@ import numpy as np
 
 from identrep._typing import ArrayLike, Seed
 from identrep.models._base import IdentrepEstimator
-from identrep.models.mtlcm import MTLCM
-from identrep.models.mtrn import MTRN
+from identrep.models.multitask.mtlcm import MTLCM
+from identrep.models.multitask.mtrn import MTRN
 from identrep.utils.seeding import check_random_state
 
 __all__ = ["TaskIdentifiable"]
@@ -36,10 +36,10 @@ def _check_sub_params(params, name: str, reserved: tuple[str, ...]) -> dict:
 class TaskIdentifiable(IdentrepEstimator):
     """Identifiable latents from multi-task data: MTRN features, then MTLCM.
 
-    Stage 1 fits an :class:`~identrep.models.mtrn.MTRN`, whose features h(x) equal
+    Stage 1 fits an :class:`~identrep.MTRN`, whose features h(x) equal
     the true latents up to an invertible linear map (Chen et al., 2024, Corollary
     3.3). The features are standardised (pooled mean and std of every coordinate
-    over the training rows). Stage 2 fits an :class:`~identrep.models.mtlcm.MTLCM`
+    over the training rows). Stage 2 fits an :class:`~identrep.MTLCM`
     with ``sigma_obs=1e-4`` on the standardised features with the same targets and
     task layout; its causal/spurious structure resolves the linear map up to
     permutation and scaling. ``transform`` composes the two.

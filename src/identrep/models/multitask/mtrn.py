@@ -13,14 +13,14 @@ from torch import Tensor, nn
 from identrep._typing import ArrayLike, Seed
 from identrep.exceptions import DataError
 from identrep.models._base import IdentrepEstimator
-from identrep.models.heads import (
+from identrep.models.multitask.heads import (
     JointHeads,
     fit_ridge_heads,
     fit_ridge_heads_wide,
     ridge_heads,
     ridge_heads_masked,
 )
-from identrep.models.nets import MLP, MultiTaskNet, Standardize
+from identrep.models.nn.mlp import MLP, MultiTaskNet, Standardize
 from identrep.training.loop import IndexBatches, fit_module, split_within_tasks
 from identrep.utils.seeding import check_random_state, seeded, torch_seed_from
 from identrep.utils.torch import resolve_device, resolve_dtype
@@ -32,7 +32,7 @@ _HEADS = ("joint", "ridge")
 
 
 def _egnn_factory():
-    from identrep.models.egnn import EGNNExtractor
+    from identrep.models.nn.egnn import EGNNExtractor
 
     return EGNNExtractor.for_flat_input
 
@@ -84,7 +84,7 @@ def mtrn_loss(
     ``0.5 * mean over scored (sample, task) pairs of (y - w_t^T h(x) - b_t)^2``. The
     heads are ``module.heads`` (joint) or, when it is ``None``, per-task ridge
     solutions with penalty ``alpha`` on the batch's ``fit`` entries, differentiated
-    through (:func:`identrep.models.heads.ridge_heads`).
+    through (:func:`identrep.models.multitask.heads.ridge_heads`).
 
     Parameters
     ----------
@@ -152,10 +152,10 @@ class MTRN(IdentrepEstimator):
     (sample, task) pairs. When at least d tasks have linearly independent weights,
     h is identified up to an invertible linear map (Chen et al., 2024, Corollary
     3.3): compare it to ground truth with :func:`identrep.metrics.weak_mcc`, or pass
-    it to :class:`~identrep.models.mtlcm.MTLCM` (see
-    :class:`~identrep.models.pipeline.TaskIdentifiable`) to resolve the linear map.
+    it to :class:`~identrep.MTLCM` (see
+    :class:`~identrep.TaskIdentifiable`) to resolve the linear map.
 
-    Heads (:mod:`identrep.models.heads`):
+    Heads (:mod:`identrep.models.multitask.heads`):
 
     * ``"joint"`` (the paper): free per-task weights and biases learned jointly with
       h. Minibatches are random samples of observations (long layout) or of rows
@@ -190,14 +190,14 @@ class MTRN(IdentrepEstimator):
         Hidden-layer widths of the extractor; default one hidden layer of width
         ``2 * n_features`` (the paper's Table 5).
     activation : str, default="relu"
-        Hidden activation (see :class:`~identrep.models.nets.MLP`).
+        Hidden activation (see :class:`~identrep.models.nn.mlp.MLP`).
     extractor : None, "egnn" or callable, default=None
         The feature extractor h. None: an MLP (``hidden_sizes``, ``activation``).
         A callable ``extractor(n_features, n_latents)`` returning an
         ``nn.Module`` that maps (batch, n_features) to (batch, n_latents); it is
         built inside the seeded initialisation, and ``hidden_sizes`` and
         ``activation`` do not apply. ``"egnn"``: an
-        :class:`~identrep.models.egnn.EGNNExtractor` with its defaults for ``X`` in
+        :class:`~identrep.models.nn.egnn.EGNNExtractor` with its defaults for ``X`` in
         the flat molecule encoding of :func:`identrep.datasets.load_qm9` (use
         ``functools.partial(EGNNExtractor.for_flat_input, hidden=...)`` to change
         them). Inputs are never standardised for a custom extractor (coordinates
@@ -206,7 +206,7 @@ class MTRN(IdentrepEstimator):
         Task-head solver.
     ridge_alpha : float, default=1e-3
         Ridge penalty of ``heads="ridge"`` and of the head refits, relative to the
-        per-sample squared error (see :mod:`identrep.models.heads`).
+        per-sample squared error (see :mod:`identrep.models.multitask.heads`).
     refit_heads : bool, default=True
         With ``heads="joint"``, replace the heads by their exact ridge solution on
         the training observations after every epoch (costs one forward pass).

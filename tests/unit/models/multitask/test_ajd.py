@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from identrep.models._ajd import (
+from identrep.models.multitask._ajd import (
     ajd_pham,
     bounded_variance_criterion,
     minimize_unmixing,

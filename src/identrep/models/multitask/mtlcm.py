@@ -11,16 +11,20 @@ from scipy.optimize import minimize
 
 from identrep._typing import ArrayLike, Seed
 from identrep.exceptions import ConvergenceWarning, DataError
-from identrep.models._ajd import ajd_pham, bounded_variance_criterion, minimize_unmixing
 from identrep.models._base import IdentrepEstimator
-from identrep.models._likelihoods import (
+from identrep.models.multitask._ajd import (
+    ajd_pham,
+    bounded_variance_criterion,
+    minimize_unmixing,
+)
+from identrep.models.multitask._likelihoods import (
     mtlcm_latent_nll,
     mtlcm_latent_statistics,
     mtlcm_nll,
     mtlcm_optimal_indicators,
     mtlcm_optimal_slopes,
 )
-from identrep.models._stats import TaskStats, task_statistics
+from identrep.models.multitask._stats import TaskStats, task_statistics
 from identrep.utils.seeding import check_random_state
 from identrep.utils.torch import resolve_device
 from identrep.utils.validation import check_multitask, check_task_ids

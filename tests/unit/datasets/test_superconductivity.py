@@ -15,7 +15,7 @@ from identrep.datasets import compute_superconductivity_features, load_supercond
 from identrep.datasets import superconductivity as sc
 from identrep.exceptions import DataError
 
-CHECK_DIR = Path(__file__).resolve().parents[1] / "data" / "superconductivity"
+CHECK_DIR = Path(__file__).resolve().parents[2] / "data" / "superconductivity"
 N_MATERIALS = 21263
 # Original UCI values below this are floating-point noise of the author's R code
 # (e.g. 2.2e-16 for the weighted std of equal values); they are compared absolutely.

@@ -1,4 +1,4 @@
-"""Tests of the MTLCM estimator (models/mtlcm.py): API contract, layouts, errors.
+"""Tests of the MTLCM estimator (models/multitask/mtlcm.py): API, layouts, errors.
 
 Recovery at paper scale is in tests/integration/test_mtlcm_recovery.py; here the
 problems are small (a fit takes well under a second).

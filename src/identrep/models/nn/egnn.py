@@ -2,7 +2,7 @@
 
 Molecules arrive as the flat encoding of :mod:`identrep.datasets.qm9` (one row per
 molecule: per atom slot ``[features, x, y, z, mask]``), so an :class:`EGNNExtractor`
-can be the feature extractor of :class:`~identrep.models.mtrn.MTRN`, which takes
+can be the feature extractor of :class:`~identrep.MTRN`, which takes
 ``X`` of shape (n_samples, n_features). Every molecule is a fully connected graph
 over its real atoms; padding slots are masked out of every message, coordinate
 update and the pooled output, so they never change the result.

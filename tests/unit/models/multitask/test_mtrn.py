@@ -9,9 +9,9 @@ from sklearn.base import clone
 
 from identrep import MTRN, DataError, NotFittedError, TaskIdentifiable
 from identrep.datasets import make_nonlinear_tasks
-from identrep.models.heads import JointHeads, ridge_heads
-from identrep.models.mtrn import ObsBatch, RowBatch, mtrn_loss
-from identrep.models.nets import MLP, MultiTaskNet
+from identrep.models.multitask.heads import JointHeads, ridge_heads
+from identrep.models.multitask.mtrn import ObsBatch, RowBatch, mtrn_loss
+from identrep.models.nn.mlp import MLP, MultiTaskNet
 
 FAST = dict(max_epochs=3, batch_size=128)
 

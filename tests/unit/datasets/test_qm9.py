@@ -21,7 +21,7 @@ from identrep.datasets.qm9 import (
 )
 from identrep.exceptions import DataError
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "qm9"
+DATA = Path(__file__).resolve().parents[2] / "data" / "qm9"
 SAMPLE = DATA / "qm9pack_sample"
 
 

@@ -36,7 +36,7 @@ from torch import Tensor, nn
 from identrep._typing import ArrayLike
 from identrep.exceptions import DataError
 from identrep.models._base import IdentrepEstimator
-from identrep.models.nets import _ACTIVATIONS, MLP, Standardize
+from identrep.models.nn.mlp import _ACTIVATIONS, MLP, Standardize
 from identrep.training.loop import IndexBatches, fit_module, split_within_tasks
 from identrep.utils.seeding import check_random_state, seeded, torch_seed_from
 from identrep.utils.torch import resolve_device, resolve_dtype
@@ -170,7 +170,7 @@ class GaussianEncoder(nn.Module):
     """Diagonal-Gaussian encoder q(z | x, u) = N(mean(x, u), diag(exp(log_var(x, u)))).
 
     One network (linear when ``hidden_sizes`` is empty, else an
-    :class:`~identrep.models.nets.MLP`) maps ``concat[x, u]`` to ``2 * n_latents``
+    :class:`~identrep.models.nn.mlp.MLP`) maps ``concat[x, u]`` to ``2 * n_latents``
     outputs: the mean head and the log-variance head (soft-clamped to
     ``(-log_var_bound, log_var_bound)``).
 
@@ -565,7 +565,7 @@ class ConditionalVAEEstimator(IdentrepEstimator):
     condition_encoder : bool
     lr, batch_size, max_epochs, patience, val_fraction, grad_clip, device, dtype,
     random_state, verbose
-        As in :class:`~identrep.models.mtrn.MTRN`.
+        As in :class:`~identrep.MTRN`.
     lr_schedule : {None, "cosine"}, optional
         Read with ``getattr`` (absent means None), passed to ``fit_module``.
     """

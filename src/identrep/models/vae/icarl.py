@@ -11,7 +11,7 @@ environment)::
 with ``lambda(u) = (eta, -0.5 tau, c)`` produced by an MLP of u and ``T_NN`` a
 small network of z whose outputs are extra sufficient statistics that couple the
 latents. Encoder q(z | x, u) and decoder p(x | z) are Gaussian as in iVAE
-(:mod:`identrep.models.baselines._vae`).
+(:mod:`identrep.models.vae._base`).
 
 **Integrability.** ``tau = softplus(.) + min_precision > 0`` and ``T_NN`` is a
 stack of tanh layers, so ``|c . T_NN(z)| <= ||c||_1`` is bounded and p~ is
@@ -86,11 +86,8 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from identrep._typing import Seed
-from identrep.models.baselines._score_matching import (
-    hyvarinen_score_matching,
-    sliced_score_matching,
-)
-from identrep.models.baselines._vae import (
+from identrep.models.nn.mlp import MLP, Standardize
+from identrep.models.vae._base import (
     ConditionalVAEEstimator,
     Conditioner,
     GaussianDecoder,
@@ -99,7 +96,10 @@ from identrep.models.baselines._vae import (
     gaussian_log_prob,
     reparameterize,
 )
-from identrep.models.nets import MLP, Standardize
+from identrep.models.vae._score_matching import (
+    hyvarinen_score_matching,
+    sliced_score_matching,
+)
 from identrep.utils.validation import MultiTaskArrays
 
 __all__ = [
@@ -343,7 +343,7 @@ class ExpFamPrior(nn.Module):
         ``method="exact"``: Hyvarinen's objective with the closed-form Hessian
         diagonal; ``"sliced"``: sliced score matching with ``projections`` of shape
         (n_projections, batch, n) (variance-reduced, see
-        :func:`~identrep.models.baselines._score_matching.sliced_score_matching`).
+        :func:`~identrep.models.vae._score_matching.sliced_score_matching`).
         Gradients flow to the prior's parameters and u, never to z's producer
         (z is detached).
         """
@@ -593,7 +593,7 @@ class ICaRL(ConditionalVAEEstimator):
     Examples
     --------
     >>> import identrep as ir
-    >>> from identrep.models.baselines import ICaRL
+    >>> from identrep.models.vae import ICaRL
     >>> data = ir.datasets.make_segment_sources(n_segments=5, n_per_segment=40,
     ...     n_latents=2, n_observed=3, random_state=0)
     >>> m = ICaRL(n_latents=2, max_epochs=2, random_state=0).fit(data.X, data.y)
@@ -810,7 +810,7 @@ class MTICaRL(ICaRL):
     Examples
     --------
     >>> import identrep as ir
-    >>> from identrep.models.baselines import MTICaRL
+    >>> from identrep.models.vae import MTICaRL
     >>> data = ir.datasets.make_segment_sources(n_segments=5, n_per_segment=40,
     ...     n_latents=2, n_observed=3, random_state=0)
     >>> m = MTICaRL(n_latents=2, max_epochs=2, random_state=0).fit(

@@ -13,10 +13,10 @@ from sklearn.base import clone
 from identrep.datasets import load_qm9
 from identrep.datasets.qm9 import flatten_molecules
 from identrep.models import TaskIdentifiable
-from identrep.models.egnn import EGNNExtractor, EGNNLayer, radial_basis
-from identrep.models.mtrn import MTRN
+from identrep.models.multitask.mtrn import MTRN
+from identrep.models.nn.egnn import EGNNExtractor, EGNNLayer, radial_basis
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "qm9"
+DATA = Path(__file__).resolve().parents[3] / "data" / "qm9"
 ATOL = 1e-6  # float64; observed errors are ~1e-13
 
 

@@ -99,8 +99,9 @@ class MultiTaskNet(nn.Module):
     """Shared feature extractor plus optional learnable task heads.
 
     ``forward(x)`` returns the shared features h(x) of shape (batch, n_features); the
-    heads (e.g. :class:`identrep.models.heads.JointHeads`) are applied by the loss or
-    by the estimator, and are ``None`` when they are solved in closed form (ridge).
+    heads (e.g. :class:`~identrep.models.multitask.heads.JointHeads`) are applied by
+    the loss or by the estimator, and are ``None`` when they are solved in closed
+    form (ridge).
 
     Parameters
     ----------
