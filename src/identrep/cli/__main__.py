@@ -1,0 +1,5 @@
+"""``python -m identrep.cli``."""
+
+from identrep.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,34 @@
+"""`identrep report`: rebuild results.csv and the report from a folder of records."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+__all__ = ["add_parser", "cmd_report"]
+
+
+def cmd_report(args) -> int:
+    from identrep.experiments import write_report
+
+    if (Path(args.dir) / "qm9_settings.json").is_file():
+        from identrep.experiments.qm9 import qm9_report
+
+        _, text = qm9_report(args.dir)
+        print(text)
+        return 0
+    try:
+        _, text = write_report(args.dir)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"identrep report: {exc}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
+
+
+def add_parser(sub) -> None:
+    rep = sub.add_parser(
+        "report", help="rebuild results.csv and report.md from records"
+    )
+    rep.add_argument("dir")
+    rep.set_defaults(func=cmd_report)
