@@ -9,10 +9,19 @@ while an unconditional Gaussian model cannot tell them from any rotation.
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 
 from identrep._typing import Seed
 from identrep.datasets.bundle import TaskData
+from identrep.exceptions import InvalidParameterError
+from identrep.utils._param_validation import (
+    Interval,
+    SequenceOf,
+    StrOptions,
+    validate_params,
+)
 from identrep.utils.seeding import check_random_state
 
 __all__ = ["make_segment_sources"]
@@ -46,6 +55,24 @@ def _well_conditioned(n_out: int, n_in: int, rng: np.random.Generator) -> np.nda
             return A
 
 
+_COUNT = Interval(Integral, 1, None, closed="left")
+_NONNEG = Interval(Real, 0, None, closed="left")
+
+
+@validate_params(
+    {
+        "n_segments": [_COUNT],
+        "n_per_segment": [_COUNT],
+        "n_latents": [_COUNT],
+        "n_observed": [_COUNT, None],
+        "n_layers": [_COUNT],
+        "activation": [StrOptions(_ACTIVATIONS)],
+        "std_range": [SequenceOf(Interval(Real, 0, None, closed="neither"))],
+        "obs_noise": [_NONNEG],
+        "target_noise": [_NONNEG],
+        "random_state": ["random_state"],
+    }
+)
 def make_segment_sources(
     n_segments: int = 20,
     n_per_segment: int = 500,
@@ -121,33 +148,17 @@ def make_segment_sources(
     >>> data.X.shape, data.Z.shape, data.n_tasks, data.mixing.shape
     ((500, 3), (500, 3), 10, (3, 3))
     """
-    for name, v, lo in (
-        ("n_segments", n_segments, 1),
-        ("n_per_segment", n_per_segment, 1),
-        ("n_latents", n_latents, 1),
-        ("n_layers", n_layers, 1),
-    ):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
-            raise ValueError(f"{name} must be an integer >= {lo}; got {v!r}.")
     d = int(n_latents)
-    p = d if n_observed is None else n_observed
-    if not isinstance(p, (int, np.integer)) or isinstance(p, bool) or p < d:
-        raise ValueError(
-            f"n_observed must be an integer >= n_latents ({d}); got {n_observed!r}."
+    p = d if n_observed is None else int(n_observed)
+    if p < d:
+        raise InvalidParameterError(
+            f"n_observed must be >= n_latents ({d}); got {n_observed!r}."
         )
-    p = int(p)
-    if activation not in _ACTIVATIONS:
-        raise ValueError(
-            f"activation must be one of {_ACTIVATIONS}; got {activation!r}."
+    if len(std_range) != 2 or not 0 < std_range[0] <= std_range[1]:
+        raise InvalidParameterError(
+            f"std_range must be (low, high) with 0 < low <= high; got {std_range}."
         )
     lo, hi = (float(v) for v in std_range)
-    if not 0 < lo <= hi:
-        raise ValueError(
-            f"std_range must satisfy 0 < low <= high; got {tuple(std_range)}."
-        )
-    for name, v in (("obs_noise", obs_noise), ("target_noise", target_noise)):
-        if not (np.isfinite(v) and v >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0; got {v!r}.")
     rng = check_random_state(random_state)
     S, n = int(n_segments), int(n_per_segment)
 

@@ -13,10 +13,19 @@ through a random one-hidden-layer ReLU network (:func:`make_nonlinear_tasks`).
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 
 from identrep._typing import Seed
 from identrep.datasets.bundle import TaskData
+from identrep.exceptions import InvalidParameterError
+from identrep.utils._param_validation import (
+    Interval,
+    SequenceOf,
+    StrOptions,
+    validate_params,
+)
 from identrep.utils.seeding import check_random_state
 
 __all__ = ["make_linear_tasks", "make_nonlinear_tasks", "make_task_latents"]
@@ -24,21 +33,34 @@ __all__ = ["make_linear_tasks", "make_nonlinear_tasks", "make_task_latents"]
 _MIXINGS = ("identity", "orthogonal", "random")
 
 
-def _check_counts(n_tasks, n_samples, n_latents, n_causal):
-    for name, v, lo in (
-        ("n_tasks", n_tasks, 1),
-        ("n_samples", n_samples, 2),
-        ("n_latents", n_latents, 1),
-        ("n_causal", n_causal, 0),
-    ):
-        if not isinstance(v, (int, np.integer)) or v < lo:
-            raise ValueError(f"{name} must be an integer >= {lo}; got {v!r}.")
+_COUNT = Interval(Integral, 1, None, closed="left")
+_NONNEG = Interval(Real, 0, None, closed="left")
+#: Declared constraints of the latent process's arguments (shared by the makers).
+_LATENT_PROCESS = {
+    "n_tasks": [_COUNT],
+    "n_samples": [Interval(Integral, 2, None, closed="left")],
+    "n_latents": [_COUNT],
+    "n_causal": [Interval(Integral, 0, None, closed="left")],
+    "noise_range": [SequenceOf(_NONNEG)],
+    "spurious_noise": [_NONNEG],
+    "random_state": ["random_state"],
+}
+
+
+def _check_latent_process(n_latents, n_causal, noise_range) -> tuple[float, float]:
+    """The rules that involve several arguments; returns ``noise_range``."""
     if n_causal > n_latents:
-        raise ValueError(
+        raise InvalidParameterError(
             f"n_causal must be <= n_latents ({n_latents}); got {n_causal}."
         )
+    if len(noise_range) != 2 or not noise_range[0] <= noise_range[1]:
+        raise InvalidParameterError(
+            f"noise_range must be (low, high) with 0 <= low <= high; got {noise_range}."
+        )
+    return float(noise_range[0]), float(noise_range[1])
 
 
+@validate_params({**_LATENT_PROCESS, "standardize": ["boolean"]})
 def make_task_latents(
     n_tasks: int = 200,
     n_samples: int = 100,
@@ -60,12 +82,7 @@ def make_task_latents(
     causal, gammas, weights : ndarray of shape (n_tasks, n_latents)
     noise_std : ndarray of shape (n_tasks,)
     """
-    _check_counts(n_tasks, n_samples, n_latents, n_causal)
-    lo, hi = noise_range
-    if not 0 <= lo <= hi:
-        raise ValueError(
-            f"noise_range must satisfy 0 <= low <= high; got {noise_range}."
-        )
+    lo, hi = _check_latent_process(n_latents, n_causal, noise_range)
     rng = check_random_state(random_state)
     T, n, d, k = int(n_tasks), int(n_samples), int(n_latents), int(n_causal)
 
@@ -121,6 +138,14 @@ def make_mixing(n_observed: int, n_latents: int, kind: str, rng: np.random.Gener
     return G
 
 
+@validate_params(
+    {
+        **_LATENT_PROCESS,
+        "n_observed": [_COUNT, None],
+        "mixing": [StrOptions(_MIXINGS), np.ndarray, list, tuple],
+        "obs_noise": [_NONNEG],
+    }
+)
 def make_linear_tasks(
     n_tasks: int = 200,
     n_samples: int = 100,
@@ -172,13 +197,8 @@ def make_linear_tasks(
     >>> data.X.shape, data.causal.sum(axis=1)[:3]
     ((1000, 5), array([2., 2., 2.]))
     """
-    if not isinstance(n_latents, (int, np.integer)) or n_latents < 1:
-        raise ValueError(f"n_latents must be an integer >= 1; got {n_latents!r}.")
+    _check_latent_process(n_latents, n_causal, noise_range)
     p = n_latents if n_observed is None else n_observed
-    if not isinstance(p, (int, np.integer)) or p < 1:
-        raise ValueError(f"n_observed must be a positive integer; got {n_observed!r}.")
-    if obs_noise < 0:
-        raise ValueError(f"obs_noise must be >= 0; got {obs_noise}.")
     rng = check_random_state(random_state)
     if isinstance(mixing, str):
         A = make_mixing(int(p), int(n_latents), mixing, rng)
@@ -224,17 +244,6 @@ def make_linear_tasks(
     )
 
 
-def _check_nonlinear_args(n_observed, obs_noise):
-    if (
-        not isinstance(n_observed, (int, np.integer))
-        or isinstance(n_observed, bool)
-        or n_observed < 1
-    ):
-        raise ValueError(f"n_observed must be a positive integer; got {n_observed!r}.")
-    if not obs_noise >= 0:
-        raise ValueError(f"obs_noise must be >= 0; got {obs_noise!r}.")
-
-
 def _random_mlp_decoder(n_latents: int, n_observed: int, rng: np.random.Generator):
     """Weights of Linear(d -> p) -> ReLU -> Linear(p -> p), PyTorch-default-style.
 
@@ -257,6 +266,7 @@ def _apply_mlp_decoder(Z: np.ndarray, decoder: dict) -> np.ndarray:
     return H @ decoder["W2"].T + decoder["b2"]
 
 
+@validate_params({**_LATENT_PROCESS, "n_observed": [_COUNT], "obs_noise": [_NONNEG]})
 def make_nonlinear_tasks(
     n_tasks: int = 500,
     n_samples: int = 200,
@@ -319,8 +329,7 @@ def make_nonlinear_tasks(
     >>> data.X.shape, data.Z.shape, data.mixing is None
     ((200, 8), (200, 3), True)
     """
-    _check_counts(n_tasks, n_samples, n_latents, n_causal)
-    _check_nonlinear_args(n_observed, obs_noise)
+    _check_latent_process(n_latents, n_causal, noise_range)
     rng = check_random_state(random_state)
     decoder = _random_mlp_decoder(int(n_latents), int(n_observed), rng)
     Z, y, t, causal, gammas, weights, noise_std = make_task_latents(

@@ -197,22 +197,59 @@ def test_global_numpy_rng_untouched():
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        (dict(n_tasks=0), r"n_tasks must be an integer >= 1; got 0"),
-        (dict(n_tasks=2.0), r"n_tasks must be an integer >= 1; got 2\.0"),
-        (dict(n_samples=1), r"n_samples must be an integer >= 2; got 1"),
-        (dict(n_latents=0, n_observed=4), r"n_latents must be an integer >= 1"),
-        (dict(n_causal=-1), r"n_causal must be an integer >= 0"),
+        (
+            dict(n_tasks=0),
+            r"'n_tasks' parameter of make_linear_tasks\(\)"
+            r" must be an int in the range \[1, inf\); got 0\.",
+        ),
+        (
+            dict(n_tasks=2.0),
+            r"'n_tasks' parameter .*"
+            r" must be an int in the range \[1, inf\); got 2\.0\.",
+        ),
+        (
+            dict(n_samples=1),
+            r"'n_samples' parameter .* must be an int in the range \[2, inf\); got 1\.",
+        ),
+        (
+            dict(n_latents=0, n_observed=4),
+            r"'n_latents' parameter .* must be an int in the range \[1, inf\); got 0\.",
+        ),
+        (
+            dict(n_causal=-1),
+            r"'n_causal' parameter .* must be an int in the range \[0, inf\); got -1\.",
+        ),
         (dict(n_latents=3, n_causal=4), r"n_causal must be <= n_latents \(3\); got 4"),
-        (dict(mixing="foo"), r"mixing must be one of .*'random'.*; got 'foo'"),
+        (
+            dict(mixing="foo"),
+            r"'mixing' parameter .* must be a str among .*'random'.*; got 'foo'\.",
+        ),
         (
             dict(mixing="identity", n_observed=6),
             r"mixing='identity' needs "
             r"n_observed == n_latents; got n_observed=6, n_latents=4",
         ),
-        (dict(n_observed=0), r"n_observed must be a positive integer; got 0"),
-        (dict(obs_noise=-0.1), r"obs_noise must be >= 0; got -0\.1"),
-        (dict(noise_range=(3.0, 2.0)), r"noise_range must satisfy 0 <= low <= high"),
-        (dict(noise_range=(-1.0, 2.0)), r"noise_range must satisfy"),
+        (
+            dict(n_observed=0),
+            r"'n_observed' parameter .*"
+            r" must be an int in the range \[1, inf\) or None; got 0\.",
+        ),
+        (
+            dict(obs_noise=-0.1),
+            r"'obs_noise' parameter .*"
+            r" must be a float in the range \[0, inf\); got -0\.1\.",
+        ),
+        (
+            dict(noise_range=(3.0, 2.0)),
+            r"noise_range"
+            r" must be \(low, high\) with 0 <= low <= high; got \(3\.0, 2\.0\)",
+        ),
+        (
+            dict(noise_range=(-1.0, 2.0)),
+            r"'noise_range' parameter .*"
+            r" must be a sequence of a float in the range \[0, inf\);"
+            r" got \(-1\.0, 2\.0\)",
+        ),
     ],
 )
 def test_bad_arguments(kwargs, match):
@@ -222,12 +259,12 @@ def test_bad_arguments(kwargs, match):
 
 
 def test_bad_n_latents_message_names_n_latents():
-    with pytest.raises(ValueError, match="n_latents must be an integer >= 1; got 0"):
+    with pytest.raises(ValueError, match="'n_latents' parameter of make_linear_tasks"):
         make_linear_tasks(n_tasks=2, n_samples=5, n_latents=0, n_causal=0)
 
 
 def test_bad_random_state_type():
-    with pytest.raises(TypeError, match="random_state must be None, an int"):
+    with pytest.raises(TypeError, match="'random_state' parameter .* must be None, a"):
         make_linear_tasks(n_tasks=2, n_samples=5, n_latents=2, random_state="0")
 
 

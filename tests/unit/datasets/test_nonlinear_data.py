@@ -104,11 +104,14 @@ def test_defaults_are_the_table2_configuration():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"n_observed": 0}, "n_observed must be a positive integer"),
-        ({"n_observed": 2.5}, "n_observed must be a positive integer"),
-        ({"obs_noise": -1.0}, "obs_noise must be >= 0"),
+        (
+            {"n_observed": 0},
+            r"'n_observed' parameter .* an int in the range \[1, inf\); got 0",
+        ),
+        ({"n_observed": 2.5}, r"'n_observed' parameter .* an int in .*; got 2\.5"),
+        ({"obs_noise": -1.0}, r"'obs_noise' parameter .* \[0, inf\); got -1\.0"),
         ({"n_causal": 5}, "n_causal must be <= n_latents"),
-        ({"n_samples": 1}, "n_samples must be an integer >= 2"),
+        ({"n_samples": 1}, r"'n_samples' parameter .* \[2, inf\); got 1\."),
     ],
 )
 def test_invalid_arguments(kwargs, match):
