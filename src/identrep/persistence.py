@@ -52,7 +52,8 @@ from typing import Any
 
 import numpy as np
 
-from identrep.exceptions import ModelFileError
+from identrep.exceptions import ModelFileError  # re-exported: it lived here before
+from identrep.utils.io import atomic_path, atomic_write_text
 
 __all__ = [
     "FORMAT",
@@ -344,35 +345,18 @@ def _get(store, key: str):
 
 
 # --------------------------------------------------------------------- builders
-def _build_mtrn_module(est):
-    """The untrained ``MultiTaskNet`` of a fitted MTRN (mirrors ``MTRN.fit``)."""
-    import torch
-
-    from identrep.models.multitask.heads import JointHeads
-    from identrep.models.nn.mlp import MLP, MultiTaskNet, Standardize
-
-    p, d = int(est.n_features_in_), int(est.n_latents_)
-    named = getattr(est, "extractor", None)
-    if named is not None:  # a named extractor (callables are refused by save_model)
-        from identrep.models.multitask.mtrn import _EXTRACTORS
-
-        extractor = _EXTRACTORS[named]()(p, d)
-    else:
-        hidden = (2 * p,) if est.hidden_sizes is None else tuple(est.hidden_sizes)
-        extractor = MLP(p, hidden, d, activation=est.activation)
-        if est.standardize_inputs in (None, True):
-            extractor = torch.nn.Sequential(
-                Standardize(torch.zeros(p), torch.ones(p)), extractor
-            )
-    heads = JointHeads(d, int(est.n_tasks_)) if est.heads == "joint" else None
-    return MultiTaskNet(extractor, heads).to(dtype=est.dtype_)
+def _empty_module(est):
+    """The estimator's own network of the fitted architecture (weights arbitrary):
+    estimators that hold an ``nn.Module`` build it with ``_empty_module()``, the
+    same construction ``fit`` uses, so saved weights always fit the network."""
+    return est._empty_module()
 
 
 def _register_builtin() -> None:
     from identrep.models import MTLCM, MTRN, TaskIdentifiable
 
     register_estimator(MTLCM)
-    register_estimator(MTRN, modules={"module_": _build_mtrn_module})
+    register_estimator(MTRN, modules={"module_": _empty_module})
     register_estimator(TaskIdentifiable)
 
 
@@ -386,14 +370,6 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _versions() -> dict:
@@ -420,9 +396,10 @@ def _write_parts(tmp: Path, model, metadata: dict | None) -> None:
     arrays: dict = {}
     tensors: dict = {}
     spec = _encode_estimator(model, "", arrays, tensors)
-    with open(tmp / ARRAYS, "wb") as f:
+    with atomic_path(tmp / ARRAYS) as part, open(part, "wb") as f:
         np.savez(f, **arrays)
-    torch.save(tensors, tmp / TENSORS)
+    with atomic_path(tmp / TENSORS) as part:
+        torch.save(tensors, part)
     names = getattr(model, "feature_names_in_", None)
     manifest = {
         "format": FORMAT,
@@ -437,10 +414,9 @@ def _write_parts(tmp: Path, model, metadata: dict | None) -> None:
         },
         "estimator": spec,
     }
-    text = json.dumps(manifest, indent=2, allow_nan=True) + "\n"
-    (tmp / MANIFEST).write_text(text, encoding="utf-8")
-    for n in (ARRAYS, TENSORS, MANIFEST):
-        _fsync(tmp / n)
+    atomic_write_text(
+        tmp / MANIFEST, json.dumps(manifest, indent=2, allow_nan=True) + "\n"
+    )
 
 
 def save_model(

@@ -39,7 +39,7 @@ from identrep.utils.seeding import check_random_state, torch_seed_from
 from identrep.utils.torch import resolve_device, resolve_dtype
 from identrep.utils.validation import check_array
 
-__all__ = ["IdentrepEstimator", "TorchEstimatorMixin"]
+__all__ = ["IdentrepEstimator", "TaskTargetsMixin", "TorchEstimatorMixin"]
 
 
 def _feature_names(X) -> np.ndarray | None:
@@ -52,6 +52,30 @@ def _feature_names(X) -> np.ndarray | None:
     if names.size and all(isinstance(c, str) for c in names):
         return names
     return None
+
+
+def _feature_names_message(fitted, given, name: str, cls: str) -> str:
+    """scikit-learn's wording for columns that differ from fit (so its checks and
+    users' ``match=`` patterns keep working), then what to do."""
+
+    def listed(names) -> str:
+        shown = [f"- {n}\n" for n in names[:5]]
+        return "".join(shown) + ("- ...\n" if len(names) > 5 else "")
+
+    fitted_set, given_set = set(fitted), set(given)
+    unexpected = sorted(given_set - fitted_set)
+    missing = sorted(fitted_set - given_set)
+    msg = "The feature names should match those that were passed during fit.\n"
+    if unexpected:
+        msg += "Feature names unseen at fit time:\n" + listed(unexpected)
+    if missing:
+        msg += "Feature names seen at fit time, yet now missing:\n" + listed(missing)
+    if not unexpected and not missing:
+        msg += "Feature names must be in the same order as they were in fit.\n"
+    return msg + (
+        f"The columns of {name} differ from those {cls} was fitted with "
+        "(feature_names_in_); pass the columns of fit, in the same order."
+    )
 
 
 class IdentrepEstimator(TransformerMixin, BaseEstimator):
@@ -115,20 +139,7 @@ class IdentrepEstimator(TransformerMixin, BaseEstimator):
             return
         if len(given) == len(fitted) and np.array_equal(given, fitted):
             return
-        missing = [c for c in fitted if c not in set(given)]
-        unexpected = [c for c in given if c not in set(fitted)]
-        parts = []
-        if missing:
-            parts.append(f"missing {missing[:5]}")
-        if unexpected:
-            parts.append(f"unexpected {unexpected[:5]}")
-        if not parts:
-            parts.append("the same names in another order")
-        raise DataError(
-            f"The columns of {name} differ from those {cls} was fitted with "
-            f"(feature_names_in_): {'; '.join(parts)}. Pass the columns of fit, in "
-            "the same order."
-        )
+        raise DataError(_feature_names_message(fitted, given, name, cls))
 
     # ----------------------------------------------------------------- fitted
     def _check_fitted(self) -> None:
@@ -141,11 +152,23 @@ class IdentrepEstimator(TransformerMixin, BaseEstimator):
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, self._fitted_attr)
 
-    def _check_X(self, X, name: str = "X") -> np.ndarray:
+    def _check_X(self, X, name: str = "X", *, check_names: bool = True) -> np.ndarray:
         """A fitted estimator's input: fitted check, column names, finite values and
-        the number of features of fit."""
+        the number of features of fit.
+
+        ``check_names=False`` skips the column-name check, for an ``X`` already
+        converted from the caller's input after its names were checked.
+        """
         self._check_fitted()
-        self._check_feature_names(X, name)
+        if check_names:
+            self._check_feature_names(X, name)
+        if getattr(X, "ndim", 2) == 1:
+            raise DataError(
+                f"{name} must be a 2-D array of shape (n_samples, n_features); got a "
+                f"1-D array of shape {X.shape}. Reshape your data with "
+                "X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a "
+                "single sample."
+            )
         X = check_array(X, name)
         if X.shape[1] != self.n_features_in_:
             raise DataError(
@@ -166,6 +189,36 @@ class IdentrepEstimator(TransformerMixin, BaseEstimator):
         return np.asarray(
             [f"{prefix}{i}" for i in range(self.n_latents_)], dtype=object
         )
+
+
+class TaskTargetsMixin:
+    """Estimators whose ``fit`` needs targets, given per task (use before
+    :class:`IdentrepEstimator` in the bases).
+
+    Sets scikit-learn's tags: targets are required and multi-output only, so
+    scikit-learn's own checks pass ``y`` as a 2-D array, i.e. the wide layout
+    (``fit(X, Y)``, NaN = unobserved) with one task. Works with scikit-learn >= 1.6
+    (``__sklearn_tags__``) and older versions (``_more_tags``).
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False
+        return tags
+
+    def _more_tags(self) -> dict:  # scikit-learn < 1.6
+        return {"requires_y": True, "multioutput": True, "multioutput_only": True}
+
+    def _check_y_given(self, y) -> None:
+        """Refuse ``y=None`` with scikit-learn's wording."""
+        if y is None:
+            raise DataError(
+                f"{type(self).__name__} requires y to be passed, but the target y is "
+                "None. Pass targets of shape (n_samples,) with task_ids=..., or a "
+                "wide target matrix of shape (n_samples, n_tasks) (NaN = unobserved)."
+            )
 
 
 class TorchEstimatorMixin:

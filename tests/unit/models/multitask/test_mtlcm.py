@@ -6,6 +6,7 @@ problems are small (a fit takes well under a second).
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -16,7 +17,12 @@ from sklearn.base import clone
 
 from identrep import MTLCM
 from identrep.datasets import TaskData, make_linear_tasks
-from identrep.exceptions import ConvergenceWarning, DataError, NotFittedError
+from identrep.exceptions import (
+    ConvergenceWarning,
+    DataError,
+    InvalidParameterError,
+    NotFittedError,
+)
 from identrep.metrics import mcc
 
 T, N, D, K = 30, 60, 4, 2
@@ -457,25 +463,32 @@ def test_collinear_features(n_latents):
         MTLCM(n_latents=n_latents, random_state=0).fit(X, d.y, task_ids=d.task_ids)
 
 
+_POS_INT = r"an int in the range \[1, inf\)"
+
+
 @pytest.mark.parametrize(
-    "params,match",
+    "params,allowed",
     [
-        (dict(sigma_s=0), r"sigma_s must lie in \(0, 1\); got 0"),
-        (dict(sigma_s=1.0), r"sigma_s must lie in \(0, 1\)"),
-        (dict(sigma_obs=0.0), r"sigma_obs must be > 0; got 0\.0"),
-        (dict(n_init=0), r"n_init must be a positive integer; got 0"),
-        (dict(n_init=True), r"n_init must be a positive integer; got True"),
-        (dict(n_init=1.5), r"n_init must be a positive integer; got 1\.5"),
-        (dict(max_iter=-1), r"max_iter must be a positive integer"),
-        (dict(chunk_size=0), r"chunk_size must be a positive integer"),
-        (dict(n_latents=0), r"n_latents must be a positive integer; got 0"),
-        (dict(init="foo"), r"init must be 'jd' or 'random'; got 'foo'"),
-        (dict(tol=0.0), r"tol must be > 0"),
+        (dict(sigma_s=0), r"a float in the range \(0, 1\)"),
+        (dict(sigma_s=1.0), r"a float in the range \(0, 1\)"),
+        (dict(sigma_obs=0.0), r"a float in the range \(0, inf\)"),
+        (dict(n_init=0), _POS_INT),
+        (dict(n_init=True), _POS_INT),
+        (dict(n_init=1.5), _POS_INT),
+        (dict(max_iter=-1), _POS_INT),
+        (dict(chunk_size=0), _POS_INT),
+        (dict(n_latents=0), _POS_INT + " or None"),
+        (dict(init="foo"), r"a str among \{'jd', 'random'\}"),
+        (dict(tol=0.0), r"a float in the range \(0, inf\)"),
+        (dict(device=3), r"a torch device or its name \('cpu', .*\)"),
+        (dict(verbose=1), r"a bool"),
     ],
 )
-def test_bad_hyperparameters_raise_at_fit(params, match):
+def test_bad_hyperparameters_raise_at_fit(params, allowed):
     d = _tiny()
-    with pytest.raises(ValueError, match=match):
+    (name, value) = next(iter(params.items()))
+    match = rf"The '{name}' parameter of MTLCM must be {allowed}; got "
+    with pytest.raises(InvalidParameterError, match=match + re.escape(repr(value))):
         MTLCM(**params).fit(d.X, d.y, task_ids=d.task_ids)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -9,9 +11,11 @@ from sklearn.base import clone
 
 from identrep import MTRN, DataError, NotFittedError, TaskIdentifiable
 from identrep.datasets import make_nonlinear_tasks
+from identrep.exceptions import InvalidParameterError
 from identrep.models.multitask.heads import JointHeads, ridge_heads
 from identrep.models.multitask.mtrn import ObsBatch, RowBatch, mtrn_loss
 from identrep.models.nn.mlp import MLP, MultiTaskNet
+from identrep.training.loop import TRAINING_CONSTRAINTS
 
 FAST = dict(max_epochs=3, batch_size=128)
 
@@ -290,31 +294,48 @@ def test_ridge_validation_loss_scores_held_out_samples_only(seed):
 # ---------------------------------------------------------------- validation
 
 
+_POS_INT = r"an int in the range \[1, inf\)"
+_POS_FLOAT = r"a float in the range \(0, inf\)"
+
+
 @pytest.mark.parametrize(
-    ("kwargs", "exc", "match"),
+    ("kwargs", "allowed"),
     [
-        ({"n_latents": 0}, ValueError, "n_latents must be a positive integer"),
-        ({"batch_size": 0}, ValueError, "batch_size must be a positive integer"),
-        ({"max_epochs": 1.5}, ValueError, "max_epochs must be a positive integer"),
-        ({"patience": 0}, ValueError, "patience must be a positive integer"),
-        ({"heads": "lasso"}, ValueError, "heads must be one of"),
-        ({"ridge_alpha": 0.0}, ValueError, "ridge_alpha must be a positive number"),
-        ({"lr": -1.0}, ValueError, "lr must be a positive number"),
-        ({"val_fraction": 1.0}, ValueError, r"val_fraction must lie in \[0, 1\)"),
-        ({"grad_clip": 0.0}, ValueError, "grad_clip must be > 0 or None"),
-        ({"weight_decay": -1.0}, ValueError, "weight_decay must be >= 0"),
-        ({"lr_schedule": "step"}, ValueError, "lr_schedule must be None or 'cosine'"),
-        ({"hidden_sizes": "64"}, TypeError, "hidden_sizes must be a sequence"),
-        ({"hidden_sizes": (8, 0)}, ValueError, "each of hidden_sizes must be a pos"),
-        ({"dtype": "float16"}, ValueError, "dtype must be 'float32' or 'float64'"),
-        ({"activation": "swish"}, ValueError, "activation must be one of"),
+        ({"n_latents": 0}, _POS_INT),
+        ({"n_latents": True}, _POS_INT),  # a bool is never a count
+        ({"batch_size": 0}, _POS_INT),
+        ({"max_epochs": 1.5}, _POS_INT),
+        ({"patience": 0}, _POS_INT + " or None"),
+        ({"heads": "lasso"}, r"a str among \{'joint', 'ridge'\}"),
+        ({"ridge_alpha": 0.0}, _POS_FLOAT),
+        ({"lr": -1.0}, _POS_FLOAT),
+        ({"val_fraction": 1.0}, r"a float in the range \[0, 1\)"),
+        ({"grad_clip": 0.0}, _POS_FLOAT + " or None"),
+        ({"grad_clip": True}, _POS_FLOAT + " or None"),
+        ({"weight_decay": -1.0}, r"a float in the range \[0, inf\)"),
+        ({"lr_schedule": "step"}, r"a str among \{'cosine'\} or None"),
+        ({"hidden_sizes": "64"}, r"a sequence of an int in the range .* or None"),
+        ({"hidden_sizes": (8, 0)}, r"a sequence of an int in the range .* or None"),
+        ({"dtype": "float16"}, r"'float32' or 'float64' \(or the torch dtype\)"),
+        ({"activation": "swish"}, r"a str among \{'elu', 'gelu', .*'tanh'\}"),
+        ({"refit_heads": 1}, "a bool"),
+        ({"standardize_inputs": "yes"}, "a bool or None"),
+        ({"verbose": 2}, "a bool"),
     ],
 )
-def test_invalid_hyperparameters(data, kwargs, exc, match):
-    with pytest.raises(exc, match=match):
+def test_invalid_hyperparameters(data, kwargs, allowed):
+    (name, value) = next(iter(kwargs.items()))
+    match = rf"The '{name}' parameter of MTRN must be {allowed}; got "
+    with pytest.raises(InvalidParameterError, match=match + re.escape(repr(value))):
         MTRN(**{"n_latents": 3, **FAST, **kwargs}).fit(
             data.X, data.y, task_ids=data.task_ids
         )
+
+
+def test_training_budget_follows_the_loops_constraints():
+    """MTRN's budget hyperparameters are the very constraints fit_module checks."""
+    for name in ("lr", "max_epochs", "batch_size", "patience", "grad_clip"):
+        assert MTRN._parameter_constraints[name] is TRAINING_CONSTRAINTS[name]
 
 
 def test_invalid_data(data):
@@ -370,17 +391,34 @@ def test_pipeline_api(data):
 
 
 def test_pipeline_rejects_conflicting_sub_parameters(data):
-    with pytest.raises(ValueError, match=r"mtrn_params must not set \['n_latents'\]"):
-        TaskIdentifiable(3, mtrn_params={"n_latents": 4}).fit(
-            data.X, data.y, task_ids=data.task_ids
-        )
-    with pytest.raises(ValueError, match="mtlcm_params must not set.*sigma_obs"):
-        TaskIdentifiable(3, mtlcm_params={"sigma_obs": 0.1}).fit(
-            data.X, data.y, task_ids=data.task_ids
-        )
-    with pytest.raises(TypeError, match="mtrn_params must be a dict"):
-        TaskIdentifiable(3, mtrn_params=[("lr", 1)]).fit(
-            data.X, data.y, task_ids=data.task_ids
-        )
+    fit = dict(X=data.X, y=data.y, task_ids=data.task_ids)
+    with pytest.raises(
+        InvalidParameterError, match=r"mtrn_params must not set \['n_latents'\]"
+    ):
+        TaskIdentifiable(3, mtrn_params={"n_latents": 4}).fit(**fit)
+    with pytest.raises(
+        InvalidParameterError, match="mtlcm_params must not set.*sigma_obs"
+    ):
+        TaskIdentifiable(3, mtlcm_params={"sigma_obs": 0.1}).fit(**fit)
+    with pytest.raises(
+        InvalidParameterError,
+        match=r"The 'mtrn_params' parameter of TaskIdentifiable must be an instance "
+        r"of dict or None; got \[\('lr', 1\)\]\.",
+    ):
+        TaskIdentifiable(3, mtrn_params=[("lr", 1)]).fit(**fit)
+    with pytest.raises(
+        InvalidParameterError,
+        match=r"mtrn_params has unknown MTRN parameter\(s\) \['lrr'\]",
+    ):
+        TaskIdentifiable(3, mtrn_params={"lrr": 1e-3}).fit(**fit)
+    # each stage's own constraints are checked before any data is read
+    with pytest.raises(
+        InvalidParameterError, match=r"The 'lr' parameter of MTRN must be .*; got -1\.0"
+    ):
+        TaskIdentifiable(3, mtrn_params={"lr": -1.0}).fit(**fit)
+    with pytest.raises(
+        InvalidParameterError, match=r"The 'tol' parameter of MTLCM must be .*; got 0"
+    ):
+        TaskIdentifiable(3, mtlcm_params={"tol": 0}).fit(**fit)
     with pytest.raises(NotFittedError):
         TaskIdentifiable(3).transform(data.X)
