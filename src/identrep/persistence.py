@@ -11,18 +11,14 @@ A saved model is a folder::
                       ``torch.load(..., weights_only=True)``)
 
 No arbitrary Python object is pickled, so loading a file from someone else cannot
-run code: classes are looked up in a registry of known estimators, networks are
-rebuilt by a registered builder from the saved hyperparameters and shapes, and only
-their weights come from the file. A loaded model gives bit-identical ``transform``
-output (same arrays, same float32/float64 weights, same code path).
+run code: classes come from a registry of known estimators (:func:`register_estimator`),
+networks are rebuilt by the estimator's own construction from the saved
+hyperparameters and shapes, and only their weights come from the file. A loaded model
+gives bit-identical ``transform`` output (same arrays, weights and code path).
 
-The folder is written to a temporary sibling and renamed into place, so a crash or an
-error at any moment leaves either the previous model or the complete new one, never a
-partial folder.
-
-New estimators become saveable with :func:`register_estimator`; an estimator whose
-fitted state holds an ``nn.Module`` also registers a builder that recreates the
-untrained module from the estimator's parameters and fitted shapes.
+The folder is written to a temporary sibling (each part with
+:func:`identrep.utils.io.atomic_path`) and renamed into place, so a crash at any
+moment leaves the previous model or the complete new one, never a partial folder.
 
 Examples
 --------
@@ -47,6 +43,7 @@ import platform
 import shutil
 import tempfile
 from collections.abc import Callable
+from operator import methodcaller
 from pathlib import Path
 from typing import Any
 
@@ -345,18 +342,13 @@ def _get(store, key: str):
 
 
 # --------------------------------------------------------------------- builders
-def _empty_module(est):
-    """The estimator's own network of the fitted architecture (weights arbitrary):
-    estimators that hold an ``nn.Module`` build it with ``_empty_module()``, the
-    same construction ``fit`` uses, so saved weights always fit the network."""
-    return est._empty_module()
-
-
 def _register_builtin() -> None:
     from identrep.models import MTLCM, MTRN, TaskIdentifiable
 
     register_estimator(MTLCM)
-    register_estimator(MTRN, modules={"module_": _empty_module})
+    # the estimator builds its own network (the construction fit uses), so the
+    # saved weights always fit it
+    register_estimator(MTRN, modules={"module_": methodcaller("_empty_module")})
     register_estimator(TaskIdentifiable)
 
 

@@ -222,6 +222,7 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
         """
         t_start = time.perf_counter()
         self._validate_params()
+        self._check_fit_input(X, min_samples=2)
         self._check_y_given(y)
         data = check_multitask(X, y, task_ids, min_samples=2)
         p = data.X.shape[1]

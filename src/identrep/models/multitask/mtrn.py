@@ -326,6 +326,7 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         """
         t_start = time.perf_counter()
         self._validate_params()
+        self._check_fit_input(X, min_samples=1)
         self._check_y_given(y)
         data = check_multitask(X, y, task_ids, min_samples=1, check_constant=False)
         p, T = data.X.shape[1], data.n_tasks

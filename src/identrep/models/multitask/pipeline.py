@@ -155,6 +155,7 @@ class TaskIdentifiable(TaskTargetsMixin, IdentrepEstimator):
         """
         t_start = time.perf_counter()
         self._validate_params()
+        self._check_fit_input(X, min_samples=2)
         self._check_y_given(y)
         mtrn_kw = _sub_params(self.mtrn_params, "mtrn_params", MTRN)
         mtlcm_kw = _sub_params(self.mtlcm_params, "mtlcm_params", MTLCM)

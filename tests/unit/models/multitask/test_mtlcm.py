@@ -365,8 +365,8 @@ def test_not_fitted_errors():
 def test_transform_wrong_number_of_features(model):
     with pytest.raises(
         ValueError,
-        match=r"X has 3 features, but MTLCM was fitted with "
-        r"n_features_in_=4",
+        match=r"X has 3 features, but MTLCM is expecting 4 features as input: it was "
+        r"fitted with n_features_in_=4\.",
     ):
         model.transform(np.zeros((5, 3)))
     with pytest.raises(DataError, match="X must be a 2-D array"):
