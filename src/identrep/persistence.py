@@ -135,6 +135,8 @@ def _param_to_json(v):
     """Hyperparameter -> JSON value; tuples are tagged so they come back as tuples."""
     if isinstance(v, np.generic):
         v = v.item()
+    if type(v).__module__ == "torch" and type(v).__name__ in ("device", "dtype"):
+        v = str(v).removeprefix("torch.")  # device=torch.device("cuda") -> "cuda"
     if isinstance(v, _JSON_SCALARS):
         return v
     if isinstance(v, tuple):
@@ -346,8 +348,7 @@ def _register_builtin() -> None:
     from identrep.models import MTLCM, MTRN, TaskIdentifiable
 
     register_estimator(MTLCM)
-    # the estimator builds its own network (the construction fit uses), so the
-    # saved weights always fit it
+    # MTRN builds its own network, with the construction fit uses
     register_estimator(MTRN, modules={"module_": methodcaller("_empty_module")})
     register_estimator(TaskIdentifiable)
 

@@ -422,3 +422,106 @@ def test_pipeline_rejects_conflicting_sub_parameters(data):
         TaskIdentifiable(3, mtlcm_params={"tol": 0}).fit(**fit)
     with pytest.raises(NotFittedError):
         TaskIdentifiable(3).transform(data.X)
+
+
+# ------------------------------------------------------- scikit-learn contract
+
+
+def test_fit_on_device_follows_it(data, device, seed):
+    kw = dict(n_latents=3, device=device, random_state=seed, **FAST)
+    m = MTRN(**kw).fit(data.X, data.y, task_ids=data.task_ids)
+    assert m.device_.type == device.type
+    assert all(p.device.type == device.type for p in m.module_.parameters())
+    F = m.transform(data.X)
+    assert isinstance(F, np.ndarray) and F.dtype == np.float64 and F.shape == (480, 3)
+    again = MTRN(**kw).fit(data.X, data.y, task_ids=data.task_ids)
+    np.testing.assert_array_equal(again.transform(data.X), F)
+
+
+@pytest.mark.parametrize("heads", ["joint", "ridge"])
+def test_fit_transform_equals_fit_then_transform(data, heads, device):
+    kw = dict(n_latents=3, heads=heads, device=device, random_state=0, **FAST)
+    Z = MTRN(**kw).fit_transform(data.X, data.y, task_ids=data.task_ids)
+    ref = MTRN(**kw).fit(data.X, data.y, task_ids=data.task_ids).transform(data.X)
+    np.testing.assert_array_equal(Z, ref)
+    m = MTRN(**kw).fit(data.X, data.y, task_ids=data.task_ids)
+    assert m.n_latents_ == 3
+    assert m.get_feature_names_out().tolist() == ["mtrn0", "mtrn1", "mtrn2"]
+
+
+def test_feature_names_are_recorded_and_checked(data):
+    import pandas as pd
+
+    cols = [f"x{j}" for j in range(6)]
+    X = pd.DataFrame(data.X, columns=cols)
+    m = MTRN(n_latents=3, random_state=0, **FAST).fit(X, data.y, task_ids=data.task_ids)
+    assert m.feature_names_in_.tolist() == cols and m.feature_names_in_.dtype == object
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        F = m.transform(data.X)
+    np.testing.assert_array_equal(m.transform(X), F)
+    with pytest.raises(
+        DataError,
+        match=r"(?s)The feature names should match those that were passed during "
+        r"fit\.\nFeature names unseen at fit time:\n- z0\nFeature names seen at fit "
+        r"time, yet now missing:\n- x0\n.*pass the columns of fit, in the same order",
+    ):
+        m.transform(X.rename(columns={"x0": "z0"}))
+    with pytest.raises(
+        DataError, match="must be in the same order as they were in fit"
+    ):
+        m.predict(X[cols[::-1]])
+    with pytest.raises(DataError, match="unseen at fit time"):
+        m.score(X.rename(columns={"x1": "q"}), data.y, task_ids=data.task_ids)
+    # refitting on an array forgets the names
+    m.fit(data.X, data.y, task_ids=data.task_ids)
+    assert not hasattr(m, "feature_names_in_")
+
+
+def test_fit_refuses_missing_sparse_and_empty_input(data):
+    import scipy.sparse as sp
+
+    m = MTRN(n_latents=3, **FAST)
+    with pytest.raises(
+        DataError, match="MTRN requires y to be passed, but the target y is None"
+    ):
+        m.fit(data.X, None)
+    with pytest.raises(TypeError, match="MTRN does not accept sparse input"):
+        m.fit(sp.csr_matrix(data.X), data.y, task_ids=data.task_ids)
+    with pytest.raises(DataError, match=r"0 feature\(s\) \(shape=\(480, 0\)\)"):
+        m.fit(data.X[:, :0], data.y, task_ids=data.task_ids)
+    with pytest.raises(DataError, match="Complex data not supported"):
+        m.fit(data.X + 0j, data.y, task_ids=data.task_ids)
+    with pytest.raises(DataError, match="Reshape your data"):
+        MTRN(n_latents=3, random_state=0, **FAST).fit(
+            data.X, data.y, task_ids=data.task_ids
+        ).transform(data.X[0])
+
+
+def test_load_and_fit_build_the_same_network(fitted):
+    """One construction (MTRN._build_module) for fit and for loading a saved model."""
+    empty = fitted._empty_module()
+    a, b = fitted.module_.state_dict(), empty.state_dict()
+    assert a.keys() == b.keys()
+    assert all(a[k].shape == b[k].shape and a[k].dtype == b[k].dtype for k in a)
+
+
+def test_pipeline_fit_transform_names_and_causal_sets(data, device):
+    import pandas as pd
+
+    X = pd.DataFrame(data.X, columns=[f"c{j}" for j in range(6)])
+    kw = dict(n_latents=3, mtrn_params={**FAST, "device": device}, random_state=0)
+    pipe = TaskIdentifiable(**kw)
+    Z = pipe.fit_transform(X, data.y, task_ids=data.task_ids)
+    np.testing.assert_array_equal(Z, pipe.transform(X))
+    np.testing.assert_array_equal(
+        Z, TaskIdentifiable(**kw).fit(X, data.y, task_ids=data.task_ids).transform(X)
+    )
+    assert pipe.n_latents_ == 3 and pipe.feature_names_in_.tolist() == list(X.columns)
+    with pytest.raises(DataError, match="unseen at fit time"):
+        pipe.transform(X.rename(columns={"c0": "zz"}))
+    sets = pipe.causal_sets()
+    assert list(sets) == list(range(12))
+    for key, idx in sets.items():
+        assert type(key) is int and isinstance(idx, list)
+        assert all(type(j) is int for j in idx)
+        assert idx == np.flatnonzero(pipe.causal_indicators_[key] >= 0.5).tolist()
