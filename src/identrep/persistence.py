@@ -11,18 +11,14 @@ A saved model is a folder::
                       ``torch.load(..., weights_only=True)``)
 
 No arbitrary Python object is pickled, so loading a file from someone else cannot
-run code: classes are looked up in a registry of known estimators, networks are
-rebuilt by a registered builder from the saved hyperparameters and shapes, and only
-their weights come from the file. A loaded model gives bit-identical ``transform``
-output (same arrays, same float32/float64 weights, same code path).
+run code: classes come from a registry of known estimators (:func:`register_estimator`),
+networks are rebuilt by the estimator's own construction from the saved
+hyperparameters and shapes, and only their weights come from the file. A loaded model
+gives bit-identical ``transform`` output (same arrays, weights and code path).
 
-The folder is written to a temporary sibling and renamed into place, so a crash or an
-error at any moment leaves either the previous model or the complete new one, never a
-partial folder.
-
-New estimators become saveable with :func:`register_estimator`; an estimator whose
-fitted state holds an ``nn.Module`` also registers a builder that recreates the
-untrained module from the estimator's parameters and fitted shapes.
+The folder is written to a temporary sibling (each part with
+:func:`identrep.utils.io.atomic_path`) and renamed into place, so a crash at any
+moment leaves the previous model or the complete new one, never a partial folder.
 
 Examples
 --------
@@ -47,12 +43,14 @@ import platform
 import shutil
 import tempfile
 from collections.abc import Callable
+from operator import methodcaller
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from identrep.exceptions import ModelFileError
+from identrep.exceptions import ModelFileError  # re-exported: it lived here before
+from identrep.utils.io import atomic_path, atomic_write_text
 
 __all__ = [
     "FORMAT",
@@ -137,6 +135,8 @@ def _param_to_json(v):
     """Hyperparameter -> JSON value; tuples are tagged so they come back as tuples."""
     if isinstance(v, np.generic):
         v = v.item()
+    if type(v).__module__ == "torch" and type(v).__name__ in ("device", "dtype"):
+        v = str(v).removeprefix("torch.")  # device=torch.device("cuda") -> "cuda"
     if isinstance(v, _JSON_SCALARS):
         return v
     if isinstance(v, tuple):
@@ -344,35 +344,12 @@ def _get(store, key: str):
 
 
 # --------------------------------------------------------------------- builders
-def _build_mtrn_module(est):
-    """The untrained ``MultiTaskNet`` of a fitted MTRN (mirrors ``MTRN.fit``)."""
-    import torch
-
-    from identrep.models.multitask.heads import JointHeads
-    from identrep.models.nn.mlp import MLP, MultiTaskNet, Standardize
-
-    p, d = int(est.n_features_in_), int(est.n_latents_)
-    named = getattr(est, "extractor", None)
-    if named is not None:  # a named extractor (callables are refused by save_model)
-        from identrep.models.multitask.mtrn import _EXTRACTORS
-
-        extractor = _EXTRACTORS[named]()(p, d)
-    else:
-        hidden = (2 * p,) if est.hidden_sizes is None else tuple(est.hidden_sizes)
-        extractor = MLP(p, hidden, d, activation=est.activation)
-        if est.standardize_inputs in (None, True):
-            extractor = torch.nn.Sequential(
-                Standardize(torch.zeros(p), torch.ones(p)), extractor
-            )
-    heads = JointHeads(d, int(est.n_tasks_)) if est.heads == "joint" else None
-    return MultiTaskNet(extractor, heads).to(dtype=est.dtype_)
-
-
 def _register_builtin() -> None:
     from identrep.models import MTLCM, MTRN, TaskIdentifiable
 
     register_estimator(MTLCM)
-    register_estimator(MTRN, modules={"module_": _build_mtrn_module})
+    # MTRN builds its own network, with the construction fit uses
+    register_estimator(MTRN, modules={"module_": methodcaller("_empty_module")})
     register_estimator(TaskIdentifiable)
 
 
@@ -386,14 +363,6 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _versions() -> dict:
@@ -420,9 +389,10 @@ def _write_parts(tmp: Path, model, metadata: dict | None) -> None:
     arrays: dict = {}
     tensors: dict = {}
     spec = _encode_estimator(model, "", arrays, tensors)
-    with open(tmp / ARRAYS, "wb") as f:
+    with atomic_path(tmp / ARRAYS) as part, open(part, "wb") as f:
         np.savez(f, **arrays)
-    torch.save(tensors, tmp / TENSORS)
+    with atomic_path(tmp / TENSORS) as part:
+        torch.save(tensors, part)
     names = getattr(model, "feature_names_in_", None)
     manifest = {
         "format": FORMAT,
@@ -437,10 +407,9 @@ def _write_parts(tmp: Path, model, metadata: dict | None) -> None:
         },
         "estimator": spec,
     }
-    text = json.dumps(manifest, indent=2, allow_nan=True) + "\n"
-    (tmp / MANIFEST).write_text(text, encoding="utf-8")
-    for n in (ARRAYS, TENSORS, MANIFEST):
-        _fsync(tmp / n)
+    atomic_write_text(
+        tmp / MANIFEST, json.dumps(manifest, indent=2, allow_nan=True) + "\n"
+    )
 
 
 def save_model(

@@ -358,3 +358,51 @@ def test_callable_parameter_is_refused(data, tmp_path):
     with pytest.raises(TypeError, match="Cannot save TaskIdentifiable with mtrn_"):
         save_model(pipe, tmp_path / "m")
     assert not (tmp_path / "m").exists()
+
+
+# ------------------------------------------------------- devices and builders
+
+
+def test_round_trip_on_device(data, device, tmp_path):
+    X, y, t = data.X, data.y, data.task_ids
+    model = ir.MTRN(n_latents=2, max_epochs=2, device=device, random_state=0)
+    model.fit(X, y, task_ids=t)
+    loaded = load_model(save_model(model, tmp_path / "m"), device=str(device))
+    assert loaded.device_.type == device.type
+    assert all(p.device.type == device.type for p in loaded.module_.parameters())
+    np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
+
+
+def test_load_builds_the_network_with_the_estimators_own_builder(
+    fitted, tmp_path, monkeypatch
+):
+    """The network is rebuilt by MTRN's construction (the one fit uses), not by a
+    copy of it in persistence."""
+    path = save_model(fitted["mtrn"], tmp_path / "m")
+    calls = []
+    real = ir.MTRN._build_module
+
+    def spy(self, *args, **kwargs):
+        calls.append((args, kwargs))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ir.MTRN, "_build_module", spy)
+    loaded = load_model(path)
+    assert len(calls) == 1
+    assert calls[0][0][:2] == (loaded.n_features_in_, loaded.n_tasks_)
+
+
+def test_feature_names_from_a_dataframe_fit_round_trip(data, tmp_path):
+    X = pd.DataFrame(data.X, columns=[f"f{j}" for j in range(5)])
+    model = ir.MTLCM(random_state=0).fit(X, data.y, task_ids=data.task_ids)
+    loaded = load_model(save_model(model, tmp_path / "m"))
+    assert loaded.feature_names_in_.tolist() == [f"f{j}" for j in range(5)]
+    np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
+    with pytest.raises(ValueError, match="unseen at fit time"):
+        loaded.transform(X.rename(columns={"f0": "g"}))
+
+
+def test_model_file_error_is_still_importable_from_persistence():
+    from identrep import exceptions, persistence
+
+    assert persistence.ModelFileError is exceptions.ModelFileError

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 from torch import nn
@@ -39,7 +40,7 @@ from identrep.utils.seeding import check_random_state, torch_seed_from
 from identrep.utils.torch import resolve_device, resolve_dtype
 from identrep.utils.validation import check_array
 
-__all__ = ["IdentrepEstimator", "TorchEstimatorMixin"]
+__all__ = ["IdentrepEstimator", "TaskTargetsMixin", "TorchEstimatorMixin"]
 
 
 def _feature_names(X) -> np.ndarray | None:
@@ -52,6 +53,72 @@ def _feature_names(X) -> np.ndarray | None:
     if names.size and all(isinstance(c, str) for c in names):
         return names
     return None
+
+
+def _shape_and_dtype(X) -> tuple[tuple | None, np.dtype | None]:
+    """Shape and dtype of an array-like without converting arrays or DataFrames
+    (a DataFrame has no single dtype: None)."""
+    if hasattr(X, "shape"):
+        return tuple(X.shape), getattr(X, "dtype", None)
+    try:
+        a = np.asarray(X)
+    except Exception:  # ragged lists etc.: the full check reports them
+        return None, None
+    return a.shape, a.dtype
+
+
+def _check_input_kind(X, name: str, cls: str, *, min_samples: int = 0) -> None:
+    """Refuse sparse and complex input, and (with ``min_samples``) too few rows or
+    no columns, in scikit-learn's wording, before the full array check."""
+    if sp.issparse(X):
+        raise TypeError(
+            f"{cls} does not accept sparse input: {name} is a "
+            f"{type(X).__name__}. Convert it with {name}.toarray() (dense data is "
+            "required)."
+        )
+    shape, dtype = _shape_and_dtype(X)
+    if dtype is not None and np.dtype(dtype).kind == "c":
+        raise DataError(
+            f"Complex data not supported: {name} has dtype {dtype}; {cls} needs "
+            "real-valued input (take the real part or split real and imaginary "
+            "parts into columns)."
+        )
+    if not min_samples or shape is None or len(shape) != 2:
+        return
+    if shape[0] < min_samples:
+        raise DataError(
+            f"Found array with {shape[0]} sample(s) (shape={shape}) while a minimum "
+            f"of {min_samples} is required by {cls}."
+        )
+    if shape[1] < 1:
+        raise DataError(
+            f"Found array with 0 feature(s) (shape={shape}) while a minimum of 1 is "
+            f"required by {cls}."
+        )
+
+
+def _feature_names_message(fitted, given, name: str, cls: str) -> str:
+    """scikit-learn's wording for columns that differ from fit (so its checks and
+    users' ``match=`` patterns keep working), then what to do."""
+
+    def listed(names) -> str:
+        shown = [f"- {n}\n" for n in names[:5]]
+        return "".join(shown) + ("- ...\n" if len(names) > 5 else "")
+
+    fitted_set, given_set = set(fitted), set(given)
+    unexpected = sorted(given_set - fitted_set)
+    missing = sorted(fitted_set - given_set)
+    msg = "The feature names should match those that were passed during fit.\n"
+    if unexpected:
+        msg += "Feature names unseen at fit time:\n" + listed(unexpected)
+    if missing:
+        msg += "Feature names seen at fit time, yet now missing:\n" + listed(missing)
+    if not unexpected and not missing:
+        msg += "Feature names must be in the same order as they were in fit.\n"
+    return msg + (
+        f"The columns of {name} differ from those {cls} was fitted with "
+        "(feature_names_in_); pass the columns of fit, in the same order."
+    )
 
 
 class IdentrepEstimator(TransformerMixin, BaseEstimator):
@@ -82,6 +149,12 @@ class IdentrepEstimator(TransformerMixin, BaseEstimator):
         :class:`~identrep.exceptions.InvalidParameterError`."""
 
     # --------------------------------------------------------------- features
+    def _check_fit_input(self, X, *, min_samples: int = 1) -> None:
+        """First checks of ``fit``'s ``X`` (before the full data check): dense,
+        real-valued, at least ``min_samples`` rows and one column, each refused in
+        scikit-learn's wording."""
+        _check_input_kind(X, "X", type(self).__name__, min_samples=min_samples)
+
     def _record_features(self, X_raw: Any, n_features: int) -> None:
         """Set ``n_features_in_`` and, for a DataFrame with string column names,
         ``feature_names_in_`` (removed when the new input has none)."""
@@ -115,20 +188,7 @@ class IdentrepEstimator(TransformerMixin, BaseEstimator):
             return
         if len(given) == len(fitted) and np.array_equal(given, fitted):
             return
-        missing = [c for c in fitted if c not in set(given)]
-        unexpected = [c for c in given if c not in set(fitted)]
-        parts = []
-        if missing:
-            parts.append(f"missing {missing[:5]}")
-        if unexpected:
-            parts.append(f"unexpected {unexpected[:5]}")
-        if not parts:
-            parts.append("the same names in another order")
-        raise DataError(
-            f"The columns of {name} differ from those {cls} was fitted with "
-            f"(feature_names_in_): {'; '.join(parts)}. Pass the columns of fit, in "
-            "the same order."
-        )
+        raise DataError(_feature_names_message(fitted, given, name, cls))
 
     # ----------------------------------------------------------------- fitted
     def _check_fitted(self) -> None:
@@ -141,16 +201,31 @@ class IdentrepEstimator(TransformerMixin, BaseEstimator):
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, self._fitted_attr)
 
-    def _check_X(self, X, name: str = "X") -> np.ndarray:
+    def _check_X(self, X, name: str = "X", *, check_names: bool = True) -> np.ndarray:
         """A fitted estimator's input: fitted check, column names, finite values and
-        the number of features of fit."""
+        the number of features of fit.
+
+        ``check_names=False`` skips the column-name check, for an ``X`` already
+        converted from the caller's input after its names were checked.
+        """
         self._check_fitted()
-        self._check_feature_names(X, name)
+        if check_names:
+            self._check_feature_names(X, name)
+        _check_input_kind(X, name, type(self).__name__)
+        if getattr(X, "ndim", 2) == 1:
+            raise DataError(
+                f"{name} must be a 2-D array of shape (n_samples, n_features); got a "
+                f"1-D array of shape {X.shape}. Reshape your data with "
+                "X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a "
+                "single sample."
+            )
         X = check_array(X, name)
         if X.shape[1] != self.n_features_in_:
+            cls = type(self).__name__
             raise DataError(
-                f"{name} has {X.shape[1]} features, but {type(self).__name__} was "
-                f"fitted with n_features_in_={self.n_features_in_}."
+                f"{name} has {X.shape[1]} features, but {cls} is expecting "
+                f"{self.n_features_in_} features as input: it was fitted with "
+                f"n_features_in_={self.n_features_in_}."
             )
         return X
 
@@ -166,6 +241,36 @@ class IdentrepEstimator(TransformerMixin, BaseEstimator):
         return np.asarray(
             [f"{prefix}{i}" for i in range(self.n_latents_)], dtype=object
         )
+
+
+class TaskTargetsMixin:
+    """Estimators whose ``fit`` needs targets, given per task (use before
+    :class:`IdentrepEstimator` in the bases).
+
+    Sets scikit-learn's tags: targets are required and multi-output only, so
+    scikit-learn's own checks pass ``y`` as a 2-D array, i.e. the wide layout
+    (``fit(X, Y)``, NaN = unobserved) with one task. Works with scikit-learn >= 1.6
+    (``__sklearn_tags__``) and older versions (``_more_tags``).
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False
+        return tags
+
+    def _more_tags(self) -> dict:  # scikit-learn < 1.6
+        return {"requires_y": True, "multioutput": True, "multioutput_only": True}
+
+    def _check_y_given(self, y) -> None:
+        """Refuse ``y=None`` with scikit-learn's wording."""
+        if y is None:
+            raise DataError(
+                f"{type(self).__name__} requires y to be passed, but the target y is "
+                "None. Pass targets of shape (n_samples,) with task_ids=..., or a "
+                "wide target matrix of shape (n_samples, n_tasks) (NaN = unobserved)."
+            )
 
 
 class TorchEstimatorMixin:

@@ -17,6 +17,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -24,9 +25,16 @@ import torch
 from torch import Tensor, nn
 
 from identrep._typing import Seed
+from identrep.utils._param_validation import (
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
+    validate_params,
+)
 from identrep.utils.seeding import check_random_state
 
 __all__ = [
+    "TRAINING_CONSTRAINTS",
     "IndexBatches",
     "TensorBatches",
     "fit_module",
@@ -38,6 +46,39 @@ _OPTIMIZERS = {
     "adamw": torch.optim.AdamW,
     "sgd": torch.optim.SGD,
 }
+
+
+#: The declared constraints of the training budget, shared by :func:`fit_module`,
+#: the batch helpers, :func:`split_within_tasks` and every torch estimator's
+#: ``_parameter_constraints``, so a hyperparameter follows one rule everywhere
+#: (e.g. a bool is never a count, ``grad_clip`` is a positive number or None).
+TRAINING_CONSTRAINTS: dict[str, list] = {
+    "lr": [Interval(Real, 0, None, closed="neither")],
+    "max_epochs": [Interval(Integral, 1, None, closed="left")],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "patience": [Interval(Integral, 1, None, closed="left"), None],
+    "val_fraction": [Interval(Real, 0, 1, closed="left")],
+    "grad_clip": [Interval(Real, 0, None, closed="neither"), None],
+    "weight_decay": [Interval(Real, 0, None, closed="left")],
+    "lr_schedule": [StrOptions({"cosine"}), None],
+    "min_delta": [Interval(Real, 0, None, closed="left")],
+    "min_lr_ratio": [Interval(Real, 0, 1, closed="both")],
+    "optimizer": [StrOptions(set(_OPTIMIZERS))],
+    "progress": ["boolean"],
+    "desc": [str],
+    "post_epoch": ["callable", None],
+    "callback": ["callable", None],
+    "loss_fn": ["callable"],
+    "seed": [Interval(Integral, None, None, closed="neither")],
+    "shuffle": ["boolean"],
+    "drop_last": ["boolean"],
+    "n_items": [Interval(Integral, 1, None, closed="left")],
+    "rng": ["random_state"],
+}
+
+
+def _constraints(*names: str) -> dict[str, list]:
+    return {n: TRAINING_CONSTRAINTS[n] for n in names}
 
 
 # ---------------------------------------------------------------------- batches
@@ -86,12 +127,17 @@ class IndexBatches:
         drop_last: bool = False,
         device: torch.device | str | None = None,
     ):
-        if int(n_items) < 1:
-            raise ValueError(f"n_items must be >= 1; got {n_items!r}.")
-        if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-            raise ValueError(
-                f"batch_size must be a positive integer; got {batch_size!r}."
-            )
+        validate_parameter_constraints(
+            _constraints("n_items", "batch_size", "shuffle", "seed", "drop_last"),
+            dict(
+                n_items=n_items,
+                batch_size=batch_size,
+                shuffle=shuffle,
+                seed=seed,
+                drop_last=drop_last,
+            ),
+            caller_name=type(self).__name__,
+        )
         self.n_items = int(n_items)
         self.batch_size = int(batch_size)
         self.collate = collate
@@ -219,6 +265,7 @@ class TensorBatches(IndexBatches):
         )
 
 
+@validate_params(_constraints("val_fraction", "rng"))
 def split_within_tasks(
     task_ids: Any, val_fraction: float, rng: Seed = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -248,8 +295,6 @@ def split_within_tasks(
             f"task_ids must be a 1-D integer array; got shape {t.shape} and dtype "
             f"{t.dtype}."
         )
-    if not 0.0 <= float(val_fraction) < 1.0:
-        raise ValueError(f"val_fraction must lie in [0, 1); got {val_fraction!r}.")
     n = t.shape[0]
     if n == 0 or val_fraction == 0:
         return np.arange(n, dtype=np.int64), np.zeros(0, dtype=np.int64)
@@ -318,6 +363,24 @@ class _Progress:
             sys.stderr.flush()
 
 
+@validate_params(
+    _constraints(
+        "loss_fn",
+        "lr",
+        "max_epochs",
+        "patience",
+        "min_delta",
+        "grad_clip",
+        "optimizer",
+        "weight_decay",
+        "lr_schedule",
+        "min_lr_ratio",
+        "progress",
+        "desc",
+        "post_epoch",
+        "callback",
+    )
+)
 def fit_module(
     module: nn.Module,
     loss_fn: Callable[[nn.Module, Any], Tensor | tuple[Tensor, float]],
@@ -410,33 +473,14 @@ def fit_module(
 
     Raises
     ------
-    ValueError
-        For a bad hyperparameter.
+    InvalidParameterError
+        For an argument outside :data:`TRAINING_CONSTRAINTS` (a ``ValueError``
+        and a ``TypeError``), worded as every estimator's hyperparameter errors.
     TypeError
         If a batch source is a one-shot iterator.
     FloatingPointError
         If the training loss becomes non-finite (lower ``lr`` or set ``grad_clip``).
     """
-    if not (isinstance(max_epochs, (int, np.integer)) and max_epochs >= 1):
-        raise ValueError(f"max_epochs must be a positive integer; got {max_epochs!r}.")
-    if not lr > 0:
-        raise ValueError(f"lr must be > 0; got {lr!r}.")
-    if patience is not None and not (
-        isinstance(patience, (int, np.integer)) and patience >= 1
-    ):
-        raise ValueError(
-            f"patience must be a positive integer or None; got {patience!r}."
-        )
-    if grad_clip is not None and not grad_clip > 0:
-        raise ValueError(f"grad_clip must be > 0 or None; got {grad_clip!r}.")
-    if lr_schedule not in (None, "cosine"):
-        raise ValueError(f"lr_schedule must be None or 'cosine'; got {lr_schedule!r}.")
-    if not 0 <= min_lr_ratio <= 1:
-        raise ValueError(f"min_lr_ratio must lie in [0, 1]; got {min_lr_ratio!r}.")
-    if optimizer not in _OPTIMIZERS:
-        raise ValueError(
-            f"optimizer must be one of {sorted(_OPTIMIZERS)}; got {optimizer!r}."
-        )
     _check_reiterable(train_batches, "train_batches")
     if val_batches is not None:
         _check_reiterable(val_batches, "val_batches")

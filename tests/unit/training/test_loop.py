@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
+from identrep.exceptions import InvalidParameterError
 from identrep.training import (
     IndexBatches,
     TensorBatches,
@@ -78,8 +80,15 @@ def test_grouped_batches_keep_groups_whole(seed):
 
 
 def test_batch_helpers_validate_arguments():
-    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+    msg = r"The 'batch_size' parameter of IndexBatches must be an int in the range "
+    with pytest.raises(InvalidParameterError, match=msg + r"\[1, inf\); got 0\."):
         IndexBatches(5, 0)
+    with pytest.raises(InvalidParameterError, match=msg + r".*; got True\."):
+        IndexBatches(5, True)  # a bool is never a count
+    with pytest.raises(InvalidParameterError, match=r"'n_items' .* got 0\."):
+        IndexBatches(0, 2)
+    with pytest.raises(InvalidParameterError, match=r"'shuffle' .* must be a bool"):
+        IndexBatches(5, 2, shuffle=1)
     with pytest.raises(ValueError, match="groups must have shape"):
         IndexBatches(5, 2, groups=[0, 1])
     with pytest.raises(ValueError, match="same first dimension"):
@@ -108,8 +117,16 @@ def test_split_within_tasks(rng):
 
 
 def test_split_within_tasks_rejects_bad_input():
-    with pytest.raises(ValueError, match="val_fraction must lie in"):
+    msg = (
+        r"The 'val_fraction' parameter of split_within_tasks\(\) must be a float in "
+        r"the range \[0, 1\); got 1\.0\."
+    )
+    with pytest.raises(InvalidParameterError, match=msg):
         split_within_tasks(np.zeros(4, dtype=int), 1.0)
+    with pytest.raises(InvalidParameterError, match=r"'val_fraction' .*; got True"):
+        split_within_tasks(np.zeros(4, dtype=int), True)
+    with pytest.raises(InvalidParameterError, match=r"'rng' parameter .*; got 'a'"):
+        split_within_tasks(np.zeros(4, dtype=int), 0.5, "a")
     with pytest.raises(ValueError, match="1-D integer array"):
         split_within_tasks(np.zeros(4), 0.5)
 
@@ -323,22 +340,35 @@ def test_progress_line_only_when_enabled(capsys):
     assert "demo: epoch 2/2" in err and "val" in err and err.endswith("\n")
 
 
+_FLOAT_POS = r"a float in the range \(0, inf\)"
+_INT_POS = r"an int in the range \[1, inf\)"
+
+
 @pytest.mark.parametrize(
-    ("kwargs", "exc", "match"),
+    ("kwargs", "allowed"),
     [
-        ({"lr": 0.0}, ValueError, "lr must be > 0"),
-        ({"max_epochs": 0}, ValueError, "max_epochs must be a positive integer"),
-        ({"patience": 0}, ValueError, "patience must be a positive integer or None"),
-        ({"grad_clip": -1.0}, ValueError, "grad_clip must be > 0 or None"),
-        ({"optimizer": "lbfgs"}, ValueError, "optimizer must be one of"),
-        ({"lr_schedule": "step"}, ValueError, "lr_schedule must be None or 'cosine'"),
-        ({"min_lr_ratio": 2.0}, ValueError, "min_lr_ratio must lie in"),
+        ({"lr": 0.0}, _FLOAT_POS),
+        ({"max_epochs": 0}, _INT_POS),
+        ({"max_epochs": True}, _INT_POS),  # a bool is never a count
+        ({"patience": 0}, _INT_POS + " or None"),
+        ({"patience": 2.0}, _INT_POS + " or None"),
+        ({"grad_clip": -1.0}, _FLOAT_POS + " or None"),
+        ({"grad_clip": True}, _FLOAT_POS + " or None"),
+        ({"weight_decay": -1.0}, r"a float in the range \[0, inf\)"),
+        ({"optimizer": "lbfgs"}, r"a str among \{'adam', 'adamw', 'sgd'\}"),
+        ({"lr_schedule": "step"}, r"a str among \{'cosine'\} or None"),
+        ({"min_lr_ratio": 2.0}, r"a float in the range \[0, 1\]"),
+        ({"progress": 1}, "a bool"),
+        ({"post_epoch": 3}, "a callable or None"),
     ],
 )
-def test_fit_module_validates_hyperparameters(kwargs, exc, match):
+def test_fit_module_validates_hyperparameters(kwargs, allowed):
+    """The declared constraints of TRAINING_CONSTRAINTS, in the one wording."""
     x, y = _data(2.0, 0)
     base = {"lr": 0.1, "max_epochs": 2}
-    with pytest.raises(exc, match=match):
+    ((name, value),) = kwargs.items()
+    match = rf"The '{name}' parameter of fit_module\(\) must be {allowed}; got "
+    with pytest.raises(InvalidParameterError, match=match + re.escape(repr(value))):
         fit_module(Scalar(), mse, [(x, y)], **{**base, **kwargs})
 
 

@@ -1,34 +1,46 @@
-"""MTRN: the multi-task regression network (stage 1 of Chen et al., 2024)."""
+"""MTRN: the multi-task regression network (stage 1 of Chen et al., 2024).
+
+The estimator owns validation, seeds, device and the network's construction
+(:meth:`MTRN._build_module`, used by ``fit`` and by
+:func:`identrep.persistence.load_model`); its loss is the pure
+:func:`~identrep.models.multitask._mtrn_loss.mtrn_loss` and its batches come from
+:mod:`identrep.models.multitask._mtrn_batches`.
+"""
 
 from __future__ import annotations
 
 import time
 from functools import partial
-from typing import NamedTuple
+from numbers import Integral, Real
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 from identrep._typing import ArrayLike, Seed
-from identrep.exceptions import DataError
-from identrep.models._base import IdentrepEstimator
-from identrep.models.multitask.heads import (
-    JointHeads,
-    fit_ridge_heads,
-    fit_ridge_heads_wide,
-    ridge_heads,
-    ridge_heads_masked,
+from identrep.exceptions import DataError, InvalidParameterError
+from identrep.models._base import (
+    IdentrepEstimator,
+    TaskTargetsMixin,
+    TorchEstimatorMixin,
 )
-from identrep.models.nn.mlp import MLP, MultiTaskNet, Standardize
-from identrep.training.loop import IndexBatches, fit_module, split_within_tasks
-from identrep.utils.seeding import check_random_state, seeded, torch_seed_from
-from identrep.utils.torch import resolve_device, resolve_dtype
+from identrep.models.multitask._mtrn_batches import (
+    head_refit_step,
+    observation_batches,
+    row_batches,
+)
+from identrep.models.multitask._mtrn_loss import ObsBatch, RowBatch, mtrn_loss
+from identrep.models.multitask.heads import JointHeads, fit_ridge_heads
+from identrep.models.nn.mlp import ACTIVATIONS, MLP, MultiTaskNet, Standardize
+from identrep.training.loop import TRAINING_CONSTRAINTS
+from identrep.utils._param_validation import Interval, SequenceOf, StrOptions
+from identrep.utils.numerics import safe_scale
+from identrep.utils.seeding import seeded
 from identrep.utils.validation import check_multitask, check_task_ids
 
-__all__ = ["MTRN", "mtrn_loss"]
+__all__ = ["MTRN", "ObsBatch", "RowBatch", "mtrn_loss"]
 
-_HEADS = ("joint", "ridge")
+_FEATURE_CHUNK = 4096  # rows per inference chunk (keeps activations in cache)
 
 
 def _egnn_factory():
@@ -41,108 +53,7 @@ def _egnn_factory():
 _EXTRACTORS = {"egnn": _egnn_factory}
 
 
-class ObsBatch(NamedTuple):
-    """Observations of a long-format minibatch.
-
-    x (B, p) inputs, y (B,) targets, task (B,) task codes; ``fit`` (B,) bool marks
-    the observations ridge heads are solved on and ``score`` (B,) bool those the
-    loss averages over (``None`` = all).
-    """
-
-    x: Tensor
-    y: Tensor
-    task: Tensor
-    fit: Tensor | None
-    score: Tensor | None
-
-
-class RowBatch(NamedTuple):
-    """Rows of a wide-format minibatch: x (B, p), Y (B, T) with 0 where unobserved,
-    ``fit`` and ``score`` (B, T) bool masks of the entries heads are solved on and
-    the loss averages over."""
-
-    x: Tensor
-    Y: Tensor
-    fit: Tensor
-    score: Tensor
-
-
-def _half_mse(resid: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
-    """0.5 * mean of squared residuals over ``mask`` (all if None), and the count."""
-    if mask is None:
-        return 0.5 * resid.square().mean(), torch.tensor(resid.numel())
-    n = mask.sum()
-    sq = torch.where(mask, resid, torch.zeros_like(resid)).square()
-    return 0.5 * sq.sum() / n.clamp_min(1), n
-
-
-def mtrn_loss(
-    module: MultiTaskNet, batch: ObsBatch | RowBatch, *, alpha: float | None = None
-) -> tuple[Tensor, Tensor]:
-    """Gaussian negative log-likelihood (unit noise) of a minibatch, up to constants.
-
-    ``0.5 * mean over scored (sample, task) pairs of (y - w_t^T h(x) - b_t)^2``. The
-    heads are ``module.heads`` (joint) or, when it is ``None``, per-task ridge
-    solutions with penalty ``alpha`` on the batch's ``fit`` entries, differentiated
-    through (:func:`identrep.models.multitask.heads.ridge_heads`).
-
-    Parameters
-    ----------
-    module : MultiTaskNet
-    batch : ObsBatch or RowBatch
-    alpha : float, optional
-        Ridge penalty; required when ``module.heads`` is None.
-
-    Returns
-    -------
-    loss : Tensor, scalar
-    n_scored : Tensor, scalar
-        Number of terms averaged (the batch's weight in epoch means).
-    """
-    F = module(batch.x)
-    if isinstance(batch, RowBatch):
-        if module.heads is not None:
-            P = module.heads(F)
-            score = batch.score
-        else:
-            W, b = ridge_heads_masked(F, batch.Y, batch.fit, alpha)
-            P = F @ W.T + b
-            score = batch.score & batch.fit.any(0)
-        return _half_mse(P - batch.Y, score)
-    if module.heads is not None:
-        return _half_mse(module.heads.gather(F, batch.task) - batch.y, batch.score)
-    uniq, local = torch.unique(batch.task, return_inverse=True)
-    W, b = ridge_heads(F, batch.y, local, uniq.numel(), alpha, weight=batch.fit)
-    pred = (F * W[local]).sum(-1) + b[local]
-    score = batch.score
-    if batch.fit is not None:
-        fitted = torch.zeros(uniq.numel(), dtype=torch.bool, device=F.device)
-        fitted[local[batch.fit]] = True
-        score = fitted[local] if score is None else score & fitted[local]
-    return _half_mse(pred - batch.y, score)
-
-
-def _refit_joint_heads(module, *, X, rows, y, task_ids, alpha) -> None:
-    """Replace the joint heads by the exact ridge solution given the current features.
-
-    A block-coordinate step on the training observations (``rows`` into ``X``,
-    standardised targets ``y``), run by :func:`fit_module` after every epoch.
-    """
-    F = module.features(X)[rows]
-    W, b = fit_ridge_heads(F, y, task_ids, module.heads.n_tasks, alpha)
-    module.heads.weight.copy_(W.to(module.heads.weight.dtype))
-    module.heads.bias.copy_(b.to(module.heads.bias.dtype))
-
-
-def _refit_joint_heads_wide(module, *, X, Y, mask, alpha) -> None:
-    """:func:`_refit_joint_heads` for wide data: training entries ``mask`` of the
-    (rows x tasks) standardised target matrix ``Y``."""
-    W, b = fit_ridge_heads_wide(module.features(X), Y, mask, alpha)
-    module.heads.weight.copy_(W.to(module.heads.weight.dtype))
-    module.heads.bias.copy_(b.to(module.heads.bias.dtype))
-
-
-class MTRN(IdentrepEstimator):
+class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
     """Multi-task regression network: shared features h(x), linear heads per task.
 
     Predicts task t's target as ``y_hat = w_t^T h(x) + b_t`` with a shared feature
@@ -270,7 +181,13 @@ class MTRN(IdentrepEstimator):
     batch_mode_ : {"observations", "rows"}
         How minibatches were drawn: observations (long layout, or wide data too
         sparse for per-batch ridge heads) or rows (wide layout).
+    n_latents_ : int
+        Output width of ``transform``.
+    device_, dtype_ : torch.device, torch.dtype
+        Where and in which precision ``module_`` lives.
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of ``X`` in fit, when it was a DataFrame with string names.
     fit_seconds_ : float
 
     References
@@ -288,6 +205,35 @@ class MTRN(IdentrepEstimator):
     >>> m.transform(data.X).shape, m.head_weights_.shape
     ((1500, 3), (30, 3))
     """
+
+    _parameter_constraints: dict = {
+        "n_latents": [Interval(Integral, 1, None, closed="left")],
+        "hidden_sizes": [SequenceOf(Interval(Integral, 1, None, closed="left")), None],
+        "activation": [StrOptions(set(ACTIVATIONS))],
+        "extractor": [None, StrOptions(set(_EXTRACTORS)), "callable"],
+        "heads": [StrOptions({"joint", "ridge"})],
+        "ridge_alpha": [Interval(Real, 0, None, closed="neither")],
+        "refit_heads": ["boolean"],
+        "standardize_targets": ["boolean"],
+        "standardize_inputs": ["boolean", None],
+        **{
+            k: TRAINING_CONSTRAINTS[k]
+            for k in (
+                "lr",
+                "lr_schedule",
+                "batch_size",
+                "max_epochs",
+                "patience",
+                "val_fraction",
+                "grad_clip",
+                "weight_decay",
+            )
+        },
+        "device": ["device"],
+        "dtype": ["dtype"],
+        "random_state": ["random_state"],
+        "verbose": ["boolean"],
+    }
 
     def __init__(
         self,
@@ -337,77 +283,21 @@ class MTRN(IdentrepEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ params
-    def _validate_params(self) -> None:
-        def pos_int(name, value):
-            if (
-                not isinstance(value, (int, np.integer))
-                or isinstance(value, bool)
-                or value < 1
-            ):
-                raise ValueError(f"{name} must be a positive integer; got {value!r}.")
-
-        pos_int("n_latents", self.n_latents)
-        pos_int("batch_size", self.batch_size)
-        pos_int("max_epochs", self.max_epochs)
-        if self.patience is not None:
-            pos_int("patience", self.patience)
+    def _check_param_combinations(self) -> None:
+        if self.extractor is None:
+            return
+        if self.standardize_inputs:
+            raise InvalidParameterError(
+                "MTRN: standardize_inputs=True applies to the default MLP extractor "
+                "only; a custom extractor sees X unchanged (coordinates must not be "
+                "standardised). Leave standardize_inputs=None or set it to False."
+            )
         if self.hidden_sizes is not None:
-            if isinstance(self.hidden_sizes, (str, bytes)) or not hasattr(
-                self.hidden_sizes, "__iter__"
-            ):
-                raise TypeError(
-                    "hidden_sizes must be a sequence of positive ints or None; got "
-                    f"{type(self.hidden_sizes).__name__}."
-                )
-            for h in self.hidden_sizes:
-                pos_int("each of hidden_sizes", h)
-        if self.extractor is not None:
-            if isinstance(self.extractor, str):
-                if self.extractor not in _EXTRACTORS:
-                    raise ValueError(
-                        f"extractor must be None, one of {sorted(_EXTRACTORS)} or a "
-                        "callable (n_features, n_latents) -> nn.Module; got "
-                        f"{self.extractor!r}."
-                    )
-            elif not callable(self.extractor):
-                raise TypeError(
-                    "extractor must be None, a name in "
-                    f"{sorted(_EXTRACTORS)} or a callable (n_features, n_latents) -> "
-                    f"nn.Module; got {type(self.extractor).__name__}."
-                )
-            if self.standardize_inputs:
-                raise ValueError(
-                    "standardize_inputs=True applies to the default MLP extractor "
-                    "only; a custom extractor sees X unchanged (coordinates must not "
-                    "be standardised). Leave standardize_inputs=None or set False."
-                )
-            if self.hidden_sizes is not None:
-                raise ValueError(
-                    "hidden_sizes applies to the default MLP extractor only; "
-                    "configure a custom extractor through its callable (e.g. "
-                    "functools.partial)."
-                )
-        if self.lr_schedule not in (None, "cosine"):
-            raise ValueError(
-                f"lr_schedule must be None or 'cosine'; got {self.lr_schedule!r}."
+            raise InvalidParameterError(
+                "MTRN: hidden_sizes applies to the default MLP extractor only; "
+                "configure a custom extractor through its callable (e.g. "
+                "functools.partial) and leave hidden_sizes=None."
             )
-        if self.heads not in _HEADS:
-            raise ValueError(f"heads must be one of {_HEADS}; got {self.heads!r}.")
-        for name in ("ridge_alpha", "lr"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float, np.floating)) and v > 0):
-                raise ValueError(f"{name} must be a positive number; got {v!r}.")
-        if not (
-            isinstance(self.val_fraction, (int, float, np.floating))
-            and 0 <= self.val_fraction < 1
-        ):
-            raise ValueError(
-                f"val_fraction must lie in [0, 1); got {self.val_fraction!r}."
-            )
-        if self.grad_clip is not None and not self.grad_clip > 0:
-            raise ValueError(f"grad_clip must be > 0 or None; got {self.grad_clip!r}.")
-        if not self.weight_decay >= 0:
-            raise ValueError(f"weight_decay must be >= 0; got {self.weight_decay!r}.")
 
     # --------------------------------------------------------------------- fit
     def fit(self, X: ArrayLike, y: ArrayLike, *, task_ids: ArrayLike | None = None):
@@ -428,113 +318,81 @@ class MTRN(IdentrepEstimator):
 
         Raises
         ------
+        InvalidParameterError
+            A hyperparameter outside its declared constraints (before any data is
+            read).
         DataError
             Non-finite inputs, shape mismatches, or a task without observations.
-        ValueError
-            A bad hyperparameter.
         """
         t_start = time.perf_counter()
         self._validate_params()
+        self._check_fit_input(X, min_samples=1)
+        self._check_y_given(y)
         data = check_multitask(X, y, task_ids, min_samples=1, check_constant=False)
-        p, T, d = data.X.shape[1], data.n_tasks, int(self.n_latents)
-        dev, dt = resolve_device(self.device), resolve_dtype(self.dtype)
-        rng = check_random_state(self.random_state)
-        init_seed, batch_seed = torch_seed_from(rng), torch_seed_from(rng)
+        p, T = data.X.shape[1], data.n_tasks
+        rng, (init_seed, batch_seed) = self._start_fit(2)
 
         # per-task target standardisation (statistics of all observations)
         counts = data.counts()
         if self.standardize_targets:
             mu = np.bincount(data.task_ids, data.y, T) / counts
             var = np.bincount(data.task_ids, (data.y - mu[data.task_ids]) ** 2, T)
-            sd = np.sqrt(var / counts)
-            sd = np.where(sd > 1e-12 * np.maximum(np.abs(mu), 1.0), sd, 1.0)
+            sd = safe_scale(np.sqrt(var / counts), mu)
         else:
             mu, sd = np.zeros(T), np.ones(T)
         y_std = (data.y - mu[data.task_ids]) / sd[data.task_ids]
 
-        train_idx, val_idx = split_within_tasks(data.task_ids, self.val_fraction, rng)
-        has_val = val_idx.size > 0
-        mode = self._batch_mode(data, counts, train_idx)
-
+        train_idx, val_idx = self._split(data.task_ids, rng)
+        mode = self._batch_mode(data, counts)
+        input_stats = None
+        if self.extractor is None and self.standardize_inputs in (None, True):
+            x_mean = data.X.mean(axis=0)
+            input_stats = (x_mean, safe_scale(data.X.std(axis=0), x_mean))
         with seeded(init_seed):
-            if self.extractor is not None:
-                extractor = self._build_extractor(p, d, data.X[:2], dt)
-            else:
-                hidden = (
-                    (2 * p,) if self.hidden_sizes is None else tuple(self.hidden_sizes)
-                )
-                extractor = MLP(p, hidden, d, activation=self.activation)
-            if self.extractor is None and self.standardize_inputs in (None, True):
-                x_mean, x_sd = data.X.mean(axis=0), data.X.std(axis=0)
-                x_sd = np.where(
-                    x_sd > 1e-12 * np.maximum(np.abs(x_mean), 1.0), x_sd, 1.0
-                )
-                extractor = torch.nn.Sequential(
-                    Standardize(torch.as_tensor(x_mean), torch.as_tensor(x_sd)),
-                    extractor,
-                )
-            heads = JointHeads(d, T) if self.heads == "joint" else None
-            net = MultiTaskNet(extractor, heads).to(device=dev, dtype=dt)
+            net = self._build_module(
+                p, T, self.dtype_, input_stats=input_stats, probe=data.X[:2]
+            ).to(device=self.device_)
 
-        Xt = torch.tensor(data.X, dtype=dt, device=dev)  # a copy: X may be read-only
-        if mode == "rows":
-            train_b, val_b = self._row_batches(
-                data, y_std, train_idx, val_idx, Xt, batch_seed
-            )
-        else:
-            train_b, val_b = self._obs_batches(
-                data, y_std, train_idx, val_idx, Xt, batch_seed
+        Xt = self._tensor(data.X)
+        make_batches = row_batches if mode == "rows" else observation_batches
+        train_b, val_b = make_batches(
+            self._batches,
+            data,
+            y_std,
+            train_idx,
+            val_idx,
+            Xt,
+            batch_seed,
+            ridge=self.heads == "ridge",
+        )
+        post_epoch = None
+        if net.heads is not None and self.refit_heads:
+            post_epoch = head_refit_step(
+                data,
+                y_std,
+                train_idx,
+                Xt,
+                rows_mode=mode == "rows",
+                alpha=float(self.ridge_alpha),
             )
         alpha = float(self.ridge_alpha) if self.heads == "ridge" else None
-        post_epoch = None
-        if heads is not None and self.refit_heads and mode == "rows":
-            # wide data: each row's features enter the exact refit once
-            mask = np.zeros((data.X.shape[0], T), dtype=bool)
-            Ytr = np.zeros((data.X.shape[0], T))
-            mask[data.rows[train_idx], data.task_ids[train_idx]] = True
-            Ytr[data.rows[train_idx], data.task_ids[train_idx]] = y_std[train_idx]
-            post_epoch = partial(
-                _refit_joint_heads_wide,
-                X=Xt,
-                Y=torch.as_tensor(Ytr, device=dev),
-                mask=torch.as_tensor(mask, device=dev),
-                alpha=float(self.ridge_alpha),
-            )
-        elif heads is not None and self.refit_heads:
-            post_epoch = partial(
-                _refit_joint_heads,
-                X=Xt,
-                rows=torch.as_tensor(data.rows[train_idx], device=dev),
-                y=torch.as_tensor(y_std[train_idx], device=dev),
-                task_ids=torch.as_tensor(data.task_ids[train_idx], device=dev),
-                alpha=float(self.ridge_alpha),
-            )
-        self.history_ = fit_module(
+        self.history_ = self._fit_module(
             net,
             partial(mtrn_loss, alpha=alpha),
             train_b,
-            lr=float(self.lr),
-            max_epochs=int(self.max_epochs),
-            val_batches=val_b if has_val else None,
-            patience=self.patience,
-            grad_clip=self.grad_clip,
-            weight_decay=float(self.weight_decay),
-            lr_schedule=self.lr_schedule,
+            val_b,
             post_epoch=post_epoch,
-            progress=bool(self.verbose),
             desc=f"MTRN[{self.heads}]",
         )
         self.module_ = net.eval()
-        self.device_, self.dtype_ = dev, dt
 
         # heads on the standardised scale, then back to the original one
-        if heads is not None:
-            W = heads.weight.detach().cpu().double().numpy()
-            b = heads.bias.detach().cpu().double().numpy()
+        if net.heads is not None:
+            W = net.heads.weight.detach().cpu().double().numpy()
+            b = net.heads.bias.detach().cpu().double().numpy()
         else:
-            F = torch.as_tensor(self._features(data.X))
             W, b = fit_ridge_heads(
-                F[data.rows],
+                torch.as_tensor(self._features(data.X))[data.rows],
                 torch.as_tensor(y_std),
                 torch.as_tensor(data.task_ids),
                 T,
@@ -546,14 +404,56 @@ class MTRN(IdentrepEstimator):
         self.target_mean_, self.target_scale_ = mu, sd
         self.tasks_ = data.tasks
         self.n_tasks_ = T
-        self.n_latents_ = d
+        self.n_latents_ = int(self.n_latents)
         self.batch_mode_ = mode
-        self.n_features_in_ = p
+        self._record_features(X, p)
         self.fit_seconds_ = time.perf_counter() - t_start
         return self
 
-    def _build_extractor(self, p: int, d: int, probe: np.ndarray, dt) -> nn.Module:
-        """The custom extractor, checked on two rows of X (on the CPU)."""
+    # ---------------------------------------------------------------- network
+    def _build_module(
+        self,
+        n_features: int,
+        n_tasks: int,
+        dtype: torch.dtype,
+        *,
+        input_stats: tuple[np.ndarray, np.ndarray] | None = None,
+        probe: np.ndarray | None = None,
+    ) -> MultiTaskNet:
+        """The untrained network for ``n_features`` inputs and ``n_tasks`` tasks.
+
+        The one construction of MTRN's architecture, used by ``fit`` (inside the
+        seeded initialisation, so the order of parameter creation is part of the
+        random stream) and by :func:`identrep.persistence.load_model` (which then
+        loads the saved weights). ``input_stats`` = (mean, scale) of the inputs for
+        the fixed standardising first layer of the default MLP (placeholders 0 and
+        1 when None; a loaded model gets the saved ones). ``probe`` rows of X check
+        a custom extractor's output shape.
+        """
+        p, d = int(n_features), int(self.n_latents)
+        if self.extractor is not None:
+            extractor = self._build_extractor(p, d, dtype, probe)
+        else:
+            hidden = (2 * p,) if self.hidden_sizes is None else tuple(self.hidden_sizes)
+            extractor = MLP(p, hidden, d, activation=self.activation)
+            if self.standardize_inputs in (None, True):
+                mean, scale = (
+                    (np.zeros(p), np.ones(p)) if input_stats is None else input_stats
+                )
+                extractor = nn.Sequential(
+                    Standardize(torch.as_tensor(mean), torch.as_tensor(scale)),
+                    extractor,
+                )
+        heads = JointHeads(d, int(n_tasks)) if self.heads == "joint" else None
+        return MultiTaskNet(extractor, heads).to(dtype=dtype)
+
+    def _empty_module(self) -> MultiTaskNet:
+        """The fitted architecture with arbitrary weights (what a saved model's
+        state dict is loaded into)."""
+        return self._build_module(self.n_features_in_, self.n_tasks_, self.dtype_)
+
+    def _build_extractor(self, p: int, d: int, dtype, probe) -> nn.Module:
+        """The custom extractor, checked on the ``probe`` rows of X (on the CPU)."""
         make = self.extractor
         if isinstance(make, str):
             make = _EXTRACTORS[make]()
@@ -563,9 +463,11 @@ class MTRN(IdentrepEstimator):
                 "extractor(n_features, n_latents) must return a torch.nn.Module; got "
                 f"{type(module).__name__}."
             )
-        module = module.to(dtype=dt).eval()
+        module = module.to(dtype=dtype).eval()
+        if probe is None:
+            return module
         with torch.no_grad():
-            out = module(torch.tensor(probe, dtype=dt))  # a copy: X may be read-only
+            out = module(torch.tensor(probe, dtype=dtype))  # a copy: X may be read-only
         if tuple(out.shape) != (probe.shape[0], d):
             raise ValueError(
                 f"The extractor must map (batch, {p}) to (batch, n_latents={d}); on "
@@ -573,7 +475,7 @@ class MTRN(IdentrepEstimator):
             )
         return module
 
-    def _batch_mode(self, data, counts, train_idx) -> str:
+    def _batch_mode(self, data, counts) -> str:
         """Rows for wide data unless ridge heads would see too few samples a task."""
         if data.layout != "wide":
             return "observations"
@@ -584,111 +486,12 @@ class MTRN(IdentrepEstimator):
         enough = 2 * (int(self.n_latents) + 1)
         return "rows" if np.median(per_batch) >= enough else "observations"
 
-    def _obs_batches(self, data, y_std, train_idx, val_idx, Xt, seed):
-        dev = Xt.device
-        rows = torch.as_tensor(data.rows, device=dev)
-        yt = torch.as_tensor(y_std, dtype=Xt.dtype, device=dev)
-        tt = torch.as_tensor(data.task_ids, device=dev)
-        bs = int(self.batch_size)
-
-        def collate(obs, fit=None, score=None):
-            def f(idx):
-                i = obs[idx]
-                return ObsBatch(
-                    Xt[rows[i]],
-                    yt[i],
-                    tt[i],
-                    None if fit is None else fit[i],
-                    None if score is None else score[i],
-                )
-
-            return f
-
-        train = torch.as_tensor(train_idx, device=dev)
-        grouped = self.heads == "ridge"
-        train_b = IndexBatches(
-            len(train_idx),
-            bs,
-            collate=collate(train),
-            seed=seed,
-            groups=data.task_ids[train_idx] if grouped else None,
-            device=dev,
-        )
-        if val_idx.size == 0:
-            return train_b, None
-        if not grouped:
-            val = torch.as_tensor(val_idx, device=dev)
-            val_b = IndexBatches(
-                len(val_idx), bs, collate=collate(val), shuffle=False, device=dev
-            )
-            return train_b, val_b
-        # ridge: solve each task's head on its training samples, score held-out ones
-        is_val = np.zeros(data.n_obs, dtype=bool)
-        is_val[val_idx] = True
-        is_val_t = torch.as_tensor(is_val, device=dev)
-        allobs = torch.arange(data.n_obs, device=dev)
-        val_b = IndexBatches(
-            data.n_obs,
-            bs,
-            collate=collate(allobs, fit=~is_val_t, score=is_val_t),
-            shuffle=False,
-            groups=data.task_ids,
-            device=dev,
-        )
-        return train_b, val_b
-
-    def _row_batches(self, data, y_std, train_idx, val_idx, Xt, seed):
-        dev = Xt.device
-        n_rows, T = data.X.shape[0], data.n_tasks
-        Y = np.zeros((n_rows, T))
-        Y[data.rows, data.task_ids] = y_std
-        fit = np.zeros((n_rows, T), dtype=bool)
-        fit[data.rows[train_idx], data.task_ids[train_idx]] = True
-        val = np.zeros((n_rows, T), dtype=bool)
-        val[data.rows[val_idx], data.task_ids[val_idx]] = True
-        Yt = torch.as_tensor(Y, dtype=Xt.dtype, device=dev)
-        fit_t = torch.as_tensor(fit, device=dev)
-        val_t = torch.as_tensor(val, device=dev)
-        bs = int(self.batch_size)
-
-        def collate(rows, score):
-            return lambda idx: RowBatch(
-                Xt[rows[idx]], Yt[rows[idx]], fit_t[rows[idx]], score[rows[idx]]
-            )
-
-        train_rows = torch.as_tensor(np.flatnonzero(fit.any(1)), device=dev)
-        train_b = IndexBatches(
-            len(train_rows),
-            bs,
-            collate=collate(train_rows, fit_t),
-            seed=seed,
-            device=dev,
-        )
-        if val_idx.size == 0:
-            return train_b, None
-        need = val.any(1) if self.heads == "joint" else (val | fit).any(1)
-        val_rows = torch.as_tensor(np.flatnonzero(need), device=dev)
-        val_b = IndexBatches(
-            len(val_rows),
-            bs,
-            collate=collate(val_rows, val_t),
-            shuffle=False,
-            device=dev,
-        )
-        return train_b, val_b
-
     # --------------------------------------------------------------- outputs
-    def _features(self, X: np.ndarray, chunk_size: int = 4096) -> np.ndarray:
-        out = []
-        with torch.no_grad():
-            for start in range(0, X.shape[0], chunk_size):
-                xb = torch.tensor(
-                    X[start : start + chunk_size],
-                    dtype=self.dtype_,
-                    device=self.device_,
-                )
-                out.append(self.module_(xb).detach().cpu().double().numpy())
-        return np.concatenate(out) if out else np.zeros((0, self.n_latents_))
+    def _features(self, X: np.ndarray) -> np.ndarray:
+        """h(x) of checked rows, in chunks, as float64."""
+        if X.shape[0] == 0:
+            return np.zeros((0, self.n_latents_))
+        return self._predict_chunks(self.module_, [X], chunk_size=_FEATURE_CHUNK)
 
     def transform(self, X: ArrayLike) -> np.ndarray:
         """The learned representation h(x).
@@ -755,8 +558,9 @@ class MTRN(IdentrepEstimator):
             If no task has two distinct target values, or a task is unknown.
         """
         self._check_fitted()
+        self._check_feature_names(X)
         data = check_multitask(X, y, task_ids, min_samples=1, check_constant=False)
-        Xv = self._check_X(data.X)
+        Xv = self._check_X(data.X, check_names=False)
         codes = check_task_ids(data.tasks, data.n_tasks, self.tasks_)[data.task_ids]
         F = self._features(Xv)[data.rows]
         pred = (F * self.head_weights_[codes]).sum(1) + self.head_bias_[codes]

@@ -3,37 +3,48 @@
 from __future__ import annotations
 
 import time
+from numbers import Integral, Real
 
 import numpy as np
 
 from identrep._typing import ArrayLike, Seed
-from identrep.models._base import IdentrepEstimator
-from identrep.models.multitask.mtlcm import MTLCM
+from identrep.exceptions import InvalidParameterError
+from identrep.models._base import IdentrepEstimator, TaskTargetsMixin
+from identrep.models.multitask.mtlcm import MTLCM, causal_sets_of
 from identrep.models.multitask.mtrn import MTRN
+from identrep.utils._param_validation import Interval
+from identrep.utils.numerics import CAUSAL_THRESHOLD, safe_scale
 from identrep.utils.seeding import check_random_state
 
 __all__ = ["TaskIdentifiable"]
 
+# set by TaskIdentifiable itself, never through the stage parameter dicts
+_RESERVED = {
+    "mtrn_params": ("n_latents", "random_state"),
+    "mtlcm_params": ("n_latents", "sigma_obs", "random_state"),
+}
 
-def _check_sub_params(params, name: str, reserved: tuple[str, ...]) -> dict:
-    if params is None:
-        return {}
-    if not isinstance(params, dict):
-        raise TypeError(
-            f"{name} must be a dict of keyword arguments or None; got "
-            f"{type(params).__name__}."
-        )
-    clash = sorted(set(params) & set(reserved))
+
+def _sub_params(params, name: str, cls: type) -> dict:
+    """The keyword arguments of one stage, checked: no reserved or unknown names."""
+    params = dict(params or {})
+    clash = sorted(set(params) & set(_RESERVED[name]))
     if clash:
-        raise ValueError(
+        raise InvalidParameterError(
             f"{name} must not set {clash}: pass "
             + ", ".join(f"{k}=..." for k in clash)
             + " to TaskIdentifiable itself."
         )
-    return dict(params)
+    unknown = sorted(set(params) - set(cls().get_params(deep=False)))
+    if unknown:
+        raise InvalidParameterError(
+            f"{name} has unknown {cls.__name__} parameter(s) {unknown}; valid: "
+            f"{sorted(set(cls().get_params(deep=False)) - set(_RESERVED[name]))}."
+        )
+    return params
 
 
-class TaskIdentifiable(IdentrepEstimator):
+class TaskIdentifiable(TaskTargetsMixin, IdentrepEstimator):
     """Identifiable latents from multi-task data: MTRN features, then MTLCM.
 
     Stage 1 fits an :class:`~identrep.MTRN`, whose features h(x) equal
@@ -74,7 +85,11 @@ class TaskIdentifiable(IdentrepEstimator):
     causal_mask_ : ndarray of shape (n_tasks, n_latents), bool
     spurious_coefs_ : ndarray of shape (n_tasks, n_latents)
     tasks_ : ndarray of shape (n_tasks,)
+    n_latents_ : int
+        Output width of ``transform``.
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of ``X`` in fit, when it was a DataFrame with string names.
     fit_seconds_ : float
 
     Examples
@@ -87,6 +102,15 @@ class TaskIdentifiable(IdentrepEstimator):
     >>> pipe.fit(data.X, data.y, task_ids=data.task_ids).transform(data.X).shape
     (1500, 3)
     """
+
+    _parameter_constraints: dict = {
+        "n_latents": [Interval(Integral, 1, None, closed="left")],
+        "mtrn_params": [dict, None],
+        "mtlcm_params": [dict, None],
+        "sigma_obs": [Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+        "verbose": ["boolean"],
+    }
 
     def __init__(
         self,
@@ -105,6 +129,16 @@ class TaskIdentifiable(IdentrepEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def _check_param_combinations(self) -> None:
+        """The stage dicts set no reserved or unknown parameter, and each stage's
+        hyperparameters meet its own constraints (checked before any data)."""
+        for name, cls, own in (
+            ("mtrn_params", MTRN, {"n_latents": self.n_latents}),
+            ("mtlcm_params", MTLCM, {"sigma_obs": self.sigma_obs}),
+        ):
+            kw = _sub_params(getattr(self, name), name, cls)
+            cls(**own, **kw)._validate_params()
+
     def fit(self, X: ArrayLike, y: ArrayLike, *, task_ids: ArrayLike | None = None):
         """Fit MTRN, standardise its features, fit MTLCM on them.
 
@@ -120,14 +154,11 @@ class TaskIdentifiable(IdentrepEstimator):
         self
         """
         t_start = time.perf_counter()
-        mtrn_kw = _check_sub_params(
-            self.mtrn_params, "mtrn_params", ("n_latents", "random_state")
-        )
-        mtlcm_kw = _check_sub_params(
-            self.mtlcm_params,
-            "mtlcm_params",
-            ("n_latents", "sigma_obs", "random_state"),
-        )
+        self._validate_params()
+        self._check_fit_input(X, min_samples=2)
+        self._check_y_given(y)
+        mtrn_kw = _sub_params(self.mtrn_params, "mtrn_params", MTRN)
+        mtlcm_kw = _sub_params(self.mtlcm_params, "mtlcm_params", MTLCM)
         mtrn_kw.setdefault("verbose", self.verbose)
         mtlcm_kw.setdefault("verbose", self.verbose)
         rng = check_random_state(self.random_state)
@@ -136,8 +167,8 @@ class TaskIdentifiable(IdentrepEstimator):
         mtrn = MTRN(n_latents=self.n_latents, random_state=seed1, **mtrn_kw)
         mtrn.fit(X, y, task_ids=task_ids)
         F = mtrn.transform(X)
-        mean, scale = F.mean(axis=0), F.std(axis=0)
-        scale = np.where(scale > 1e-12 * max(float(scale.max()), 1e-300), scale, 1.0)
+        mean = F.mean(axis=0)
+        scale = safe_scale(F.std(axis=0), mean)
         mtlcm = MTLCM(
             n_latents=self.n_latents,
             sigma_obs=self.sigma_obs,
@@ -152,7 +183,8 @@ class TaskIdentifiable(IdentrepEstimator):
         self.causal_mask_ = mtlcm.causal_mask_
         self.spurious_coefs_ = mtlcm.spurious_coefs_
         self.tasks_ = mtlcm.tasks_
-        self.n_features_in_ = mtrn.n_features_in_
+        self.n_latents_ = mtlcm.n_latents_
+        self._record_features(X, mtrn.n_features_in_)
         self.fit_seconds_ = time.perf_counter() - t_start
         return self
 
@@ -168,7 +200,7 @@ class TaskIdentifiable(IdentrepEstimator):
         ndarray of shape (n_samples, n_latents)
         """
         X = self._check_X(X)
-        return (self.mtrn_.transform(X) - self.feature_mean_) / self.feature_scale_
+        return (self.mtrn_._features(X) - self.feature_mean_) / self.feature_scale_
 
     def transform(self, X: ArrayLike) -> np.ndarray:
         """Recovered latents: MTLCM unmixing of the standardised MTRN features.
@@ -189,7 +221,8 @@ class TaskIdentifiable(IdentrepEstimator):
         self._check_fitted()
         return self.mtrn_.predict(X, task_ids)
 
-    def causal_sets(self, threshold: float = 0.5) -> dict:
-        """Binarised causal set of every task: ``{task label: latent indices}``."""
+    def causal_sets(self, threshold: float = CAUSAL_THRESHOLD) -> dict:
+        """Binarised causal set of every task (see :meth:`MTLCM.causal_sets`):
+        ``{task label: [latent indices]}`` in plain Python types."""
         self._check_fitted()
-        return self.mtlcm_.causal_sets(threshold)
+        return causal_sets_of(self.tasks_, self.causal_indicators_, threshold)

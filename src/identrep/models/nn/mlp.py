@@ -7,9 +7,10 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-__all__ = ["MLP", "MultiTaskNet", "Standardize"]
+__all__ = ["ACTIVATIONS", "MLP", "MultiTaskNet", "Standardize"]
 
-_ACTIVATIONS = {
+#: Hidden activations of :class:`MLP` by name.
+ACTIVATIONS = {
     "relu": nn.ReLU,
     "leaky_relu": nn.LeakyReLU,
     "elu": nn.ELU,
@@ -17,6 +18,7 @@ _ACTIVATIONS = {
     "silu": nn.SiLU,
     "tanh": nn.Tanh,
 }
+_ACTIVATIONS = ACTIVATIONS  # the former private name
 
 
 class MLP(nn.Module):
@@ -53,9 +55,9 @@ class MLP(nn.Module):
         activation: str = "relu",
     ):
         super().__init__()
-        if activation not in _ACTIVATIONS:
+        if activation not in ACTIVATIONS:
             raise ValueError(
-                f"activation must be one of {sorted(_ACTIVATIONS)}; got {activation!r}."
+                f"activation must be one of {sorted(ACTIVATIONS)}; got {activation!r}."
             )
         sizes = [int(in_features), *(int(h) for h in hidden_sizes), int(out_features)]
         if any(s < 1 for s in sizes):
@@ -67,7 +69,7 @@ class MLP(nn.Module):
         for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
             layers.append(nn.Linear(a, b))
             if i < len(sizes) - 2:
-                layers.append(_ACTIVATIONS[activation]())
+                layers.append(ACTIVATIONS[activation]())
         self.layers = nn.Sequential(*layers)
         self.in_features, self.out_features = sizes[0], sizes[-1]
 

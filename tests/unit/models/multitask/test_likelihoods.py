@@ -171,6 +171,32 @@ def test_optimal_slopes_zero_gradient_and_minimum(rng, p, d):
             assert bool((mtlcm_nll(A, c, m_star + delta, *st, *args) > f_star).all())
 
 
+@pytest.mark.parametrize("p,d", SIZES)
+def test_optimal_slopes_match_a_numerical_minimum(rng, p, d):
+    """Independent oracle: minimise the per-sample ``MultivariateNormal`` likelihood
+    of every task over its slopes with scipy (derivative-free of our code: BFGS on
+    finite differences), and compare with the closed-form GLS slopes."""
+    from scipy.optimize import minimize
+
+    data, stats, _ = _random_problem(rng, p, d)
+    A, c, _ = _random_params(rng, p, d)
+    args = (0.3, 0.5)  # well-conditioned, so the numerical minimum is accurate
+    n, Sxx, sxy, syy = _torch_stats(stats)
+    m_star = mtlcm_optimal_slopes(A, c, sxy, syy, *args)
+    for t in range(len(COUNTS)):
+
+        def f(m_t, t=t):
+            m = torch.zeros_like(c)
+            m[t] = torch.as_tensor(m_t, dtype=F64)
+            return float(_brute_force_nll(data, A, c, m, *args)[t])
+
+        res = minimize(f, np.zeros(d), method="BFGS", options={"gtol": 1e-7})
+        assert np.linalg.norm(res.x) > 0.1  # the slopes are not trivially zero
+        np.testing.assert_allclose(m_star[t].numpy(), res.x, rtol=1e-4, atol=1e-5)
+        # and the closed form is at least as good as the numerical minimum
+        assert f(m_star[t].numpy()) <= res.fun + 1e-9 * abs(res.fun)
+
+
 # ------------------------------------------------------- latent-space reduction
 
 

@@ -6,6 +6,7 @@ problems are small (a fit takes well under a second).
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -16,7 +17,12 @@ from sklearn.base import clone
 
 from identrep import MTLCM
 from identrep.datasets import TaskData, make_linear_tasks
-from identrep.exceptions import ConvergenceWarning, DataError, NotFittedError
+from identrep.exceptions import (
+    ConvergenceWarning,
+    DataError,
+    InvalidParameterError,
+    NotFittedError,
+)
 from identrep.metrics import mcc
 
 T, N, D, K = 30, 60, 4, 2
@@ -91,7 +97,7 @@ def test_fitted_attributes(model, data):
     assert m.mixing_.shape == (D, D) and m.unmixing_.shape == (D, D)
     assert m.causal_indicators_.shape == (T, D)
     assert np.all((m.causal_indicators_ >= 0) & (m.causal_indicators_ <= 1))
-    np.testing.assert_array_equal(m.causal_mask_, m.causal_indicators_ > 0.5)
+    np.testing.assert_array_equal(m.causal_mask_, m.causal_indicators_ >= 0.5)
     assert m.causal_mask_.dtype == bool
     assert m.spurious_coefs_.shape == m.target_slopes_.shape == (T, D)
     assert np.isfinite(m.log_likelihood_) and isinstance(m.log_likelihood_, float)
@@ -359,8 +365,8 @@ def test_not_fitted_errors():
 def test_transform_wrong_number_of_features(model):
     with pytest.raises(
         ValueError,
-        match=r"X has 3 features, but MTLCM was fitted with "
-        r"n_features_in_=4",
+        match=r"X has 3 features, but MTLCM is expecting 4 features as input: it was "
+        r"fitted with n_features_in_=4\.",
     ):
         model.transform(np.zeros((5, 3)))
     with pytest.raises(DataError, match="X must be a 2-D array"):
@@ -457,25 +463,32 @@ def test_collinear_features(n_latents):
         MTLCM(n_latents=n_latents, random_state=0).fit(X, d.y, task_ids=d.task_ids)
 
 
+_POS_INT = r"an int in the range \[1, inf\)"
+
+
 @pytest.mark.parametrize(
-    "params,match",
+    "params,allowed",
     [
-        (dict(sigma_s=0), r"sigma_s must lie in \(0, 1\); got 0"),
-        (dict(sigma_s=1.0), r"sigma_s must lie in \(0, 1\)"),
-        (dict(sigma_obs=0.0), r"sigma_obs must be > 0; got 0\.0"),
-        (dict(n_init=0), r"n_init must be a positive integer; got 0"),
-        (dict(n_init=True), r"n_init must be a positive integer; got True"),
-        (dict(n_init=1.5), r"n_init must be a positive integer; got 1\.5"),
-        (dict(max_iter=-1), r"max_iter must be a positive integer"),
-        (dict(chunk_size=0), r"chunk_size must be a positive integer"),
-        (dict(n_latents=0), r"n_latents must be a positive integer; got 0"),
-        (dict(init="foo"), r"init must be 'jd' or 'random'; got 'foo'"),
-        (dict(tol=0.0), r"tol must be > 0"),
+        (dict(sigma_s=0), r"a float in the range \(0, 1\)"),
+        (dict(sigma_s=1.0), r"a float in the range \(0, 1\)"),
+        (dict(sigma_obs=0.0), r"a float in the range \(0, inf\)"),
+        (dict(n_init=0), _POS_INT),
+        (dict(n_init=True), _POS_INT),
+        (dict(n_init=1.5), _POS_INT),
+        (dict(max_iter=-1), _POS_INT),
+        (dict(chunk_size=0), _POS_INT),
+        (dict(n_latents=0), _POS_INT + " or None"),
+        (dict(init="foo"), r"a str among \{'jd', 'random'\}"),
+        (dict(tol=0.0), r"a float in the range \(0, inf\)"),
+        (dict(device=3), r"a torch device or its name \('cpu', .*\)"),
+        (dict(verbose=1), r"a bool"),
     ],
 )
-def test_bad_hyperparameters_raise_at_fit(params, match):
+def test_bad_hyperparameters_raise_at_fit(params, allowed):
     d = _tiny()
-    with pytest.raises(ValueError, match=match):
+    (name, value) = next(iter(params.items()))
+    match = rf"The '{name}' parameter of MTLCM must be {allowed}; got "
+    with pytest.raises(InvalidParameterError, match=match + re.escape(repr(value))):
         MTLCM(**params).fit(d.X, d.y, task_ids=d.task_ids)
 
 
@@ -494,3 +507,59 @@ def test_no_false_convergence_warning_at_optimum():
         warnings.simplefilter("error", ConvergenceWarning)
         m = MTLCM(random_state=5).fit(d.X, d.y, task_ids=d.task_ids)
     assert m.converged_
+
+
+# ------------------------------------------------------- scikit-learn contract
+
+
+def test_fit_on_device_is_reproducible_and_matches_cpu(device, seed):
+    d = _tiny(seed)
+    m = MTLCM(device=device, random_state=seed).fit(d.X, d.y, task_ids=d.task_ids)
+    again = MTLCM(device=device, random_state=seed).fit(d.X, d.y, task_ids=d.task_ids)
+    np.testing.assert_array_equal(again.mixing_, m.mixing_)
+    cpu = MTLCM(random_state=seed).fit(d.X, d.y, task_ids=d.task_ids)
+    np.testing.assert_allclose(m.log_likelihood_, cpu.log_likelihood_, rtol=1e-8)
+    assert isinstance(m.mixing_, np.ndarray) and m.mixing_.dtype == np.float64
+
+
+def test_fit_transform_and_feature_names(device):
+    d = _tiny()
+    X = pd.DataFrame(d.X, columns=["a", "b", "c"])
+    m = MTLCM(device=device, random_state=0)
+    Z = m.fit_transform(X, d.y, task_ids=d.task_ids)
+    np.testing.assert_array_equal(Z, m.transform(X))
+    assert m.n_latents_ == 3 and m.feature_names_in_.tolist() == ["a", "b", "c"]
+    assert m.get_feature_names_out().tolist() == ["mtlcm0", "mtlcm1", "mtlcm2"]
+    with pytest.raises(DataError, match=r"(?s)seen at fit time, yet now missing:\n- c"):
+        m.transform(X[["a", "b"]])
+    with pytest.raises(DataError, match="unseen at fit time:\n- d\n"):
+        m.score(X.rename(columns={"c": "d"}), d.y, task_ids=d.task_ids)
+
+
+def test_causal_sets_are_plain_python(model):
+    sets = model.causal_sets()
+    assert all(type(k) is int for k in sets)
+    assert all(
+        isinstance(v, list) and all(type(j) is int for j in v) for v in sets.values()
+    )
+    # the one threshold rule: indicator >= threshold
+    for t, idx in model.causal_sets(threshold=0.3).items():
+        assert idx == np.flatnonzero(model.causal_indicators_[t] >= 0.3).tolist()
+    d = _tiny(n_tasks=4)
+    labels = np.array(["u", "v", "w", "x"])[d.task_ids]
+    m = MTLCM(random_state=0).fit(d.X, d.y, task_ids=labels)
+    assert [type(k) for k in m.causal_sets()] == [str] * 4
+
+
+def test_fit_refuses_missing_y_sparse_and_too_few_samples():
+    import scipy.sparse as sp
+
+    d = _tiny()
+    with pytest.raises(DataError, match="MTLCM requires y to be passed"):
+        MTLCM().fit(d.X, None)
+    with pytest.raises(TypeError, match="MTLCM does not accept sparse input"):
+        MTLCM().fit(sp.csr_matrix(d.X), d.y, task_ids=d.task_ids)
+    with pytest.raises(
+        DataError, match=r"1 sample\(s\) \(shape=\(1, 3\)\) while a minimum of 2"
+    ):
+        MTLCM().fit(d.X[:1], d.y[:1], task_ids=d.task_ids[:1])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -9,9 +11,11 @@ from sklearn.base import clone
 
 from identrep import MTRN, DataError, NotFittedError, TaskIdentifiable
 from identrep.datasets import make_nonlinear_tasks
+from identrep.exceptions import InvalidParameterError
 from identrep.models.multitask.heads import JointHeads, ridge_heads
 from identrep.models.multitask.mtrn import ObsBatch, RowBatch, mtrn_loss
 from identrep.models.nn.mlp import MLP, MultiTaskNet
+from identrep.training.loop import TRAINING_CONSTRAINTS
 
 FAST = dict(max_epochs=3, batch_size=128)
 
@@ -290,31 +294,48 @@ def test_ridge_validation_loss_scores_held_out_samples_only(seed):
 # ---------------------------------------------------------------- validation
 
 
+_POS_INT = r"an int in the range \[1, inf\)"
+_POS_FLOAT = r"a float in the range \(0, inf\)"
+
+
 @pytest.mark.parametrize(
-    ("kwargs", "exc", "match"),
+    ("kwargs", "allowed"),
     [
-        ({"n_latents": 0}, ValueError, "n_latents must be a positive integer"),
-        ({"batch_size": 0}, ValueError, "batch_size must be a positive integer"),
-        ({"max_epochs": 1.5}, ValueError, "max_epochs must be a positive integer"),
-        ({"patience": 0}, ValueError, "patience must be a positive integer"),
-        ({"heads": "lasso"}, ValueError, "heads must be one of"),
-        ({"ridge_alpha": 0.0}, ValueError, "ridge_alpha must be a positive number"),
-        ({"lr": -1.0}, ValueError, "lr must be a positive number"),
-        ({"val_fraction": 1.0}, ValueError, r"val_fraction must lie in \[0, 1\)"),
-        ({"grad_clip": 0.0}, ValueError, "grad_clip must be > 0 or None"),
-        ({"weight_decay": -1.0}, ValueError, "weight_decay must be >= 0"),
-        ({"lr_schedule": "step"}, ValueError, "lr_schedule must be None or 'cosine'"),
-        ({"hidden_sizes": "64"}, TypeError, "hidden_sizes must be a sequence"),
-        ({"hidden_sizes": (8, 0)}, ValueError, "each of hidden_sizes must be a pos"),
-        ({"dtype": "float16"}, ValueError, "dtype must be 'float32' or 'float64'"),
-        ({"activation": "swish"}, ValueError, "activation must be one of"),
+        ({"n_latents": 0}, _POS_INT),
+        ({"n_latents": True}, _POS_INT),  # a bool is never a count
+        ({"batch_size": 0}, _POS_INT),
+        ({"max_epochs": 1.5}, _POS_INT),
+        ({"patience": 0}, _POS_INT + " or None"),
+        ({"heads": "lasso"}, r"a str among \{'joint', 'ridge'\}"),
+        ({"ridge_alpha": 0.0}, _POS_FLOAT),
+        ({"lr": -1.0}, _POS_FLOAT),
+        ({"val_fraction": 1.0}, r"a float in the range \[0, 1\)"),
+        ({"grad_clip": 0.0}, _POS_FLOAT + " or None"),
+        ({"grad_clip": True}, _POS_FLOAT + " or None"),
+        ({"weight_decay": -1.0}, r"a float in the range \[0, inf\)"),
+        ({"lr_schedule": "step"}, r"a str among \{'cosine'\} or None"),
+        ({"hidden_sizes": "64"}, r"a sequence of an int in the range .* or None"),
+        ({"hidden_sizes": (8, 0)}, r"a sequence of an int in the range .* or None"),
+        ({"dtype": "float16"}, r"'float32' or 'float64' \(or the torch dtype\)"),
+        ({"activation": "swish"}, r"a str among \{'elu', 'gelu', .*'tanh'\}"),
+        ({"refit_heads": 1}, "a bool"),
+        ({"standardize_inputs": "yes"}, "a bool or None"),
+        ({"verbose": 2}, "a bool"),
     ],
 )
-def test_invalid_hyperparameters(data, kwargs, exc, match):
-    with pytest.raises(exc, match=match):
+def test_invalid_hyperparameters(data, kwargs, allowed):
+    (name, value) = next(iter(kwargs.items()))
+    match = rf"The '{name}' parameter of MTRN must be {allowed}; got "
+    with pytest.raises(InvalidParameterError, match=match + re.escape(repr(value))):
         MTRN(**{"n_latents": 3, **FAST, **kwargs}).fit(
             data.X, data.y, task_ids=data.task_ids
         )
+
+
+def test_training_budget_follows_the_loops_constraints():
+    """MTRN's budget hyperparameters are the very constraints fit_module checks."""
+    for name in ("lr", "max_epochs", "batch_size", "patience", "grad_clip"):
+        assert MTRN._parameter_constraints[name] is TRAINING_CONSTRAINTS[name]
 
 
 def test_invalid_data(data):
@@ -370,17 +391,137 @@ def test_pipeline_api(data):
 
 
 def test_pipeline_rejects_conflicting_sub_parameters(data):
-    with pytest.raises(ValueError, match=r"mtrn_params must not set \['n_latents'\]"):
-        TaskIdentifiable(3, mtrn_params={"n_latents": 4}).fit(
-            data.X, data.y, task_ids=data.task_ids
-        )
-    with pytest.raises(ValueError, match="mtlcm_params must not set.*sigma_obs"):
-        TaskIdentifiable(3, mtlcm_params={"sigma_obs": 0.1}).fit(
-            data.X, data.y, task_ids=data.task_ids
-        )
-    with pytest.raises(TypeError, match="mtrn_params must be a dict"):
-        TaskIdentifiable(3, mtrn_params=[("lr", 1)]).fit(
-            data.X, data.y, task_ids=data.task_ids
-        )
+    fit = dict(X=data.X, y=data.y, task_ids=data.task_ids)
+    with pytest.raises(
+        InvalidParameterError, match=r"mtrn_params must not set \['n_latents'\]"
+    ):
+        TaskIdentifiable(3, mtrn_params={"n_latents": 4}).fit(**fit)
+    with pytest.raises(
+        InvalidParameterError, match="mtlcm_params must not set.*sigma_obs"
+    ):
+        TaskIdentifiable(3, mtlcm_params={"sigma_obs": 0.1}).fit(**fit)
+    with pytest.raises(
+        InvalidParameterError,
+        match=r"The 'mtrn_params' parameter of TaskIdentifiable must be an instance "
+        r"of dict or None; got \[\('lr', 1\)\]\.",
+    ):
+        TaskIdentifiable(3, mtrn_params=[("lr", 1)]).fit(**fit)
+    with pytest.raises(
+        InvalidParameterError,
+        match=r"mtrn_params has unknown MTRN parameter\(s\) \['lrr'\]",
+    ):
+        TaskIdentifiable(3, mtrn_params={"lrr": 1e-3}).fit(**fit)
+    # each stage's own constraints are checked before any data is read
+    with pytest.raises(
+        InvalidParameterError, match=r"The 'lr' parameter of MTRN must be .*; got -1\.0"
+    ):
+        TaskIdentifiable(3, mtrn_params={"lr": -1.0}).fit(**fit)
+    with pytest.raises(
+        InvalidParameterError, match=r"The 'tol' parameter of MTLCM must be .*; got 0"
+    ):
+        TaskIdentifiable(3, mtlcm_params={"tol": 0}).fit(**fit)
     with pytest.raises(NotFittedError):
         TaskIdentifiable(3).transform(data.X)
+
+
+# ------------------------------------------------------- scikit-learn contract
+
+
+def test_fit_on_device_follows_it(data, device, seed):
+    kw = dict(n_latents=3, device=device, random_state=seed, **FAST)
+    m = MTRN(**kw).fit(data.X, data.y, task_ids=data.task_ids)
+    assert m.device_.type == device.type
+    assert all(p.device.type == device.type for p in m.module_.parameters())
+    F = m.transform(data.X)
+    assert isinstance(F, np.ndarray) and F.dtype == np.float64 and F.shape == (480, 3)
+    again = MTRN(**kw).fit(data.X, data.y, task_ids=data.task_ids)
+    np.testing.assert_array_equal(again.transform(data.X), F)
+
+
+@pytest.mark.parametrize("heads", ["joint", "ridge"])
+def test_fit_transform_equals_fit_then_transform(data, heads, device):
+    kw = dict(n_latents=3, heads=heads, device=device, random_state=0, **FAST)
+    Z = MTRN(**kw).fit_transform(data.X, data.y, task_ids=data.task_ids)
+    ref = MTRN(**kw).fit(data.X, data.y, task_ids=data.task_ids).transform(data.X)
+    np.testing.assert_array_equal(Z, ref)
+    m = MTRN(**kw).fit(data.X, data.y, task_ids=data.task_ids)
+    assert m.n_latents_ == 3
+    assert m.get_feature_names_out().tolist() == ["mtrn0", "mtrn1", "mtrn2"]
+
+
+def test_feature_names_are_recorded_and_checked(data):
+    import pandas as pd
+
+    cols = [f"x{j}" for j in range(6)]
+    X = pd.DataFrame(data.X, columns=cols)
+    m = MTRN(n_latents=3, random_state=0, **FAST).fit(X, data.y, task_ids=data.task_ids)
+    assert m.feature_names_in_.tolist() == cols and m.feature_names_in_.dtype == object
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        F = m.transform(data.X)
+    np.testing.assert_array_equal(m.transform(X), F)
+    with pytest.raises(
+        DataError,
+        match=r"(?s)The feature names should match those that were passed during "
+        r"fit\.\nFeature names unseen at fit time:\n- z0\nFeature names seen at fit "
+        r"time, yet now missing:\n- x0\n.*pass the columns of fit, in the same order",
+    ):
+        m.transform(X.rename(columns={"x0": "z0"}))
+    with pytest.raises(
+        DataError, match="must be in the same order as they were in fit"
+    ):
+        m.predict(X[cols[::-1]])
+    with pytest.raises(DataError, match="unseen at fit time"):
+        m.score(X.rename(columns={"x1": "q"}), data.y, task_ids=data.task_ids)
+    # refitting on an array forgets the names
+    m.fit(data.X, data.y, task_ids=data.task_ids)
+    assert not hasattr(m, "feature_names_in_")
+
+
+def test_fit_refuses_missing_sparse_and_empty_input(data):
+    import scipy.sparse as sp
+
+    m = MTRN(n_latents=3, **FAST)
+    with pytest.raises(
+        DataError, match="MTRN requires y to be passed, but the target y is None"
+    ):
+        m.fit(data.X, None)
+    with pytest.raises(TypeError, match="MTRN does not accept sparse input"):
+        m.fit(sp.csr_matrix(data.X), data.y, task_ids=data.task_ids)
+    with pytest.raises(DataError, match=r"0 feature\(s\) \(shape=\(480, 0\)\)"):
+        m.fit(data.X[:, :0], data.y, task_ids=data.task_ids)
+    with pytest.raises(DataError, match="Complex data not supported"):
+        m.fit(data.X + 0j, data.y, task_ids=data.task_ids)
+    with pytest.raises(DataError, match="Reshape your data"):
+        MTRN(n_latents=3, random_state=0, **FAST).fit(
+            data.X, data.y, task_ids=data.task_ids
+        ).transform(data.X[0])
+
+
+def test_load_and_fit_build_the_same_network(fitted):
+    """One construction (MTRN._build_module) for fit and for loading a saved model."""
+    empty = fitted._empty_module()
+    a, b = fitted.module_.state_dict(), empty.state_dict()
+    assert a.keys() == b.keys()
+    assert all(a[k].shape == b[k].shape and a[k].dtype == b[k].dtype for k in a)
+
+
+def test_pipeline_fit_transform_names_and_causal_sets(data, device):
+    import pandas as pd
+
+    X = pd.DataFrame(data.X, columns=[f"c{j}" for j in range(6)])
+    kw = dict(n_latents=3, mtrn_params={**FAST, "device": device}, random_state=0)
+    pipe = TaskIdentifiable(**kw)
+    Z = pipe.fit_transform(X, data.y, task_ids=data.task_ids)
+    np.testing.assert_array_equal(Z, pipe.transform(X))
+    np.testing.assert_array_equal(
+        Z, TaskIdentifiable(**kw).fit(X, data.y, task_ids=data.task_ids).transform(X)
+    )
+    assert pipe.n_latents_ == 3 and pipe.feature_names_in_.tolist() == list(X.columns)
+    with pytest.raises(DataError, match="unseen at fit time"):
+        pipe.transform(X.rename(columns={"c0": "zz"}))
+    sets = pipe.causal_sets()
+    assert list(sets) == list(range(12))
+    for key, idx in sets.items():
+        assert type(key) is int and isinstance(idx, list)
+        assert all(type(j) is int for j in idx)
+        assert idx == np.flatnonzero(pipe.causal_indicators_[key] >= 0.5).tolist()

@@ -12,6 +12,7 @@ from sklearn.base import clone
 
 from identrep.datasets import load_qm9
 from identrep.datasets.qm9 import flatten_molecules
+from identrep.exceptions import InvalidParameterError
 from identrep.models import TaskIdentifiable
 from identrep.models.multitask.mtrn import MTRN
 from identrep.models.nn.egnn import EGNNExtractor, EGNNLayer, radial_basis
@@ -236,18 +237,24 @@ def test_pipeline_with_egnn(qm9_small):
     [
         (
             {"extractor": "gnn"},
-            ValueError,
-            "extractor must be None, one of \\['egnn'\\]",
+            InvalidParameterError,
+            r"The 'extractor' parameter of MTRN must be None, a str among "
+            r"\{'egnn'\} or a callable; got 'gnn'\.",
         ),
-        ({"extractor": 3}, TypeError, "extractor must be None, a name in"),
+        (
+            {"extractor": 3},
+            InvalidParameterError,
+            r"The 'extractor' parameter of MTRN must be None, a str among "
+            r"\{'egnn'\} or a callable; got 3\.",
+        ),
         (
             {"extractor": "egnn", "standardize_inputs": True},
-            ValueError,
+            InvalidParameterError,
             "standardize_inputs=True applies to the default MLP",
         ),
         (
             {"extractor": "egnn", "hidden_sizes": (8,)},
-            ValueError,
+            InvalidParameterError,
             "hidden_sizes applies to the default MLP",
         ),
         (
