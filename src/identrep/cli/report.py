@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 __all__ = ["add_parser", "cmd_report"]
 
@@ -11,12 +10,6 @@ __all__ = ["add_parser", "cmd_report"]
 def cmd_report(args) -> int:
     from identrep.experiments import write_report
 
-    if (Path(args.dir) / "qm9_settings.json").is_file():
-        from identrep.experiments.qm9 import qm9_report
-
-        _, text = qm9_report(args.dir)
-        print(text)
-        return 0
     try:
         _, text = write_report(args.dir)
     except (FileNotFoundError, ValueError) as exc:

@@ -1,4 +1,6 @@
-"""`identrep reproduce`: run a paper study's grid and report it beside the paper."""
+"""`identrep reproduce`: run a registered study's grid through the sweep and report
+it beside the paper. The study options (``--mixing``, ``--latent-dims``, ...) are
+declared by the studies (``Study.options``), not here."""
 
 from __future__ import annotations
 
@@ -39,83 +41,56 @@ def _filter(configs, where):
     ]
 
 
-def _parse_models(text: str | None):
-    from identrep.experiments.configs import MODELS
-
+def _parse_models(text: str | None, study):
     if text is None or text == "all":
-        return MODELS
+        return study.models
     models = tuple(m.strip() for m in text.split(",") if m.strip())
-    unknown = [m for m in models if m not in MODELS]
+    unknown = [m for m in models if m not in study.models]
     if unknown or not models:
         raise SystemExit(
-            f"--models: unknown model(s) {unknown}; choose from {', '.join(MODELS)} "
-            "or 'all'."
+            f"--models: unknown model(s) {unknown}; choose from "
+            f"{', '.join(study.models)} or 'all'."
         )
     return models
 
 
-_QM9_DIMS = "5,6,7,8,9,10"
+def _study_options() -> dict[str, tuple]:
+    """Every study-declared option by flag: (the option, the studies declaring
+    it). Studies sharing a flag share its definition (the first one)."""
+    from identrep.experiments import STUDIES
+
+    found: dict[str, tuple] = {}
+    for name in sorted(STUDIES):
+        for opt in STUDIES[name].options:
+            first, names = found.get(opt.flag, (opt, ()))
+            found[opt.flag] = (first, (*names, name))
+    return found
 
 
-def _parse_ints(text: str, name: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ValueError(
-            f"{name} must be comma-separated integers, e.g. 5,6,7; got {text!r}."
-        ) from None
-    if not values:
-        raise ValueError(f"{name} must list at least one integer; got {text!r}.")
-    return values
-
-
-def cmd_reproduce_qm9(args) -> int:
-    from identrep.experiments.qm9 import qm9_report, run_qm9
-
-    out = Path(args.out or "results/qm9")
-    t0 = time.perf_counter()
-    try:
-        dims = _parse_ints(args.latent_dims, "--latent-dims")
-        run_qm9(
-            out,
-            latent_dims=dims,
-            seeds=args.seeds,
-            n_molecules=args.n_molecules,
-            max_epochs=args.max_epochs,
-            jobs=args.jobs,
-            progress=not args.no_progress,
-            source=args.qm9_source,
-        )
-    except (ImportError, FileNotFoundError, RuntimeError, ValueError) as exc:
-        print(f"identrep reproduce qm9: {exc}", file=sys.stderr)
-        return 2
-    _, text = qm9_report(out)
-    print(text)
-    print(f"Wall time {time.perf_counter() - t0:.1f} s. Wrote the report to {out}.")
-    return 0
+def _option_values(args, study) -> dict:
+    """The grid keywords of the study's own options; another study's option
+    given a non-default value is an error (SystemExit-free: ValueError)."""
+    mine = {opt.flag for opt in study.options}
+    for flag, (opt, names) in _study_options().items():
+        if flag not in mine and getattr(args, opt.dest) != opt.default:
+            raise ValueError(f"{flag} applies to {', '.join(names)} only.")
+    return {opt.param: opt.value(getattr(args, opt.dest)) for opt in study.options}
 
 
 def cmd_reproduce(args) -> int:
-    from identrep.experiments import get_table, run_sweep, write_report
+    from identrep.experiments import get_study, run_sweep, write_report
 
-    if args.table == "qm9":
-        return cmd_reproduce_qm9(args)
-    for flag, value, default in (
-        ("--latent-dims", args.latent_dims, _QM9_DIMS),
-        ("--n-molecules", args.n_molecules, None),
-        ("--max-epochs", args.max_epochs, 20),
-    ):
-        if value != default:
-            print(f"identrep reproduce: {flag} applies to qm9 only.", file=sys.stderr)
-            return 2
-    table = get_table(args.table)
-    configs = table.grid(
-        seeds=args.seeds,
-        quick=args.quick,
-        mixing=args.mixing,
-        mixing_source=args.mixing_source,
-        models=_parse_models(args.models),
-    )
+    study = get_study(args.table)
+    try:
+        configs = study.grid(
+            seeds=args.seeds,
+            quick=args.quick,
+            models=_parse_models(args.models, study),
+            **_option_values(args, study),
+        )
+    except ValueError as exc:
+        print(f"identrep reproduce {args.table}: {exc}", file=sys.stderr)
+        return 2
     configs = _filter(configs, _parse_where(args.where))
     if not configs:
         print("No configuration left after --where.", file=sys.stderr)
@@ -124,7 +99,7 @@ def cmd_reproduce(args) -> int:
     where = f"backend={args.backend}, jobs={args.jobs}" + (
         f", scheduler={args.scheduler}" if args.scheduler else ""
     )
-    print(f"{table.title}\n{len(configs)} run(s) -> {out} ({where})", file=sys.stderr)
+    print(f"{study.title}\n{len(configs)} run(s) -> {out} ({where})", file=sys.stderr)
     if args.dry_run:
         for c in configs:
             print(c.run_id)
@@ -139,10 +114,10 @@ def cmd_reproduce(args) -> int:
             scheduler=args.scheduler,
             progress=not args.no_progress,
         )
-    except (ImportError, RuntimeError, ValueError) as exc:
-        print(f"identrep reproduce: {exc}", file=sys.stderr)
+        _, text = write_report(out)
+    except (ImportError, FileNotFoundError, RuntimeError, ValueError) as exc:
+        print(f"identrep reproduce {args.table}: {exc}", file=sys.stderr)
         return 2
-    _, text = write_report(out)
     print(text)
     print(
         f"Wall time {time.perf_counter() - t0:.1f} s. Wrote {out / 'results.csv'}, "
@@ -152,34 +127,25 @@ def cmd_reproduce(args) -> int:
 
 
 def add_parser(sub) -> None:
-    from identrep.experiments import TABLES
+    from identrep.experiments import STUDIES
 
-    r = sub.add_parser("reproduce", help="reproduce a paper table")
+    r = sub.add_parser("reproduce", help="reproduce a paper study")
     r.add_argument(
         "table",
-        choices=[*sorted(TABLES), "qm9"],
-        help="a table of Chen et al. (2024), or qm9 (their Figure 3)",
+        choices=sorted(STUDIES),
+        help="a registered study: "
+        + "; ".join(f"{n}: {STUDIES[n].title}" for n in sorted(STUDIES)),
     )
     r.add_argument("--seeds", type=int, default=5, help="seeds per configuration")
-    r.add_argument("--quick", action="store_true", help="every configuration, one seed")
     r.add_argument(
-        "--mixing", default="random", choices=["random", "orthogonal", "identity"]
-    )
-    r.add_argument(
-        "--mixing-source",
-        default="reference",
-        choices=["reference", "seeded"],
-        help="'reference': the authors' mixing matrix for each seed index "
-        "(torch.manual_seed(s); randn(d, d)); 'seeded': identrep's own "
-        "config-derived draw",
+        "--quick", action="store_true", help="the study's cheap variant (few seeds)"
     )
     r.add_argument("--out", default=None, help="output folder (results/<table>)")
     r.add_argument(
         "--models",
         default="all",
         metavar="M1,M2",
-        help="models to run, comma-separated: MTLCM (Table 2: MTRN then MTLCM), "
-        "iVAE, MT-iVAE, iCaRL, MT-iCaRL; default all",
+        help="models to run, comma-separated (the study's models; default all)",
     )
     r.add_argument("--jobs", type=int, default=1, help="worker processes")
     r.add_argument(
@@ -203,25 +169,14 @@ def add_parser(sub) -> None:
     )
     r.add_argument("--dry-run", action="store_true", help="list the runs only")
     r.add_argument("--no-progress", action="store_true")
-    q = r.add_argument_group("qm9 only")
-    q.add_argument(
-        "--latent-dims",
-        default=_QM9_DIMS,
-        metavar="D1,D2",
-        help=f"latent dimensions (default {_QM9_DIMS})",
-    )
-    q.add_argument(
-        "--n-molecules",
-        type=int,
-        default=None,
-        help="random subset of molecules (default all 130,831)",
-    )
-    q.add_argument(
-        "--max-epochs", type=int, default=20, help="MTRN epochs (paper: 300)"
-    )
-    q.add_argument(
-        "--qm9-source",
-        default="qm9pack",
-        help="'qm9pack' (pip install \"identrep[molecules]\") or a folder",
-    )
+    group = r.add_argument_group("study options (declared by the studies)")
+    for flag, (opt, names) in _study_options().items():
+        kwargs = {"default": opt.default, "help": f"{opt.help} [{', '.join(names)}]"}
+        if opt.type is not None:
+            kwargs["type"] = opt.type
+        if opt.choices is not None:
+            kwargs["choices"] = list(opt.choices)
+        if opt.metavar is not None:
+            kwargs["metavar"] = opt.metavar
+        group.add_argument(flag, dest=opt.dest, **kwargs)
     r.set_defaults(func=cmd_reproduce)

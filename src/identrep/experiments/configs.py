@@ -1,4 +1,5 @@
-"""Frozen run configurations for the paper tables."""
+"""Frozen run configurations: the base every study's configuration builds on, and
+:class:`RunConfig`, the configuration of Chen et al.'s Tables 1-3."""
 
 from __future__ import annotations
 
@@ -8,22 +9,55 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
+from identrep.utils.seeding import derive_seed
+
+__all__ = ["RunConfig", "StudyConfig"]
+
 _MIXINGS = ("random", "orthogonal", "identity", "mlp", "none")
-BASELINES = ("iVAE", "MT-iVAE", "iCaRL", "MT-iCaRL")
-MODELS = ("MTLCM", *BASELINES)
+
+
+class StudyConfig:
+    """Behaviour shared by the frozen run configurations of every study.
+
+    A subclass is a frozen dataclass with at least the fields ``table`` (the
+    study id in the registry), ``model`` (one of the study's models) and ``seed``
+    (the seed index), and implements :meth:`model_seed` and :meth:`describe`.
+    """
+
+    def _check_model(self) -> None:
+        """The model must be one the study declares (its one list of models)."""
+        from identrep.experiments.registry import get_study
+
+        models = get_study(self.table).models
+        if self.model not in models:
+            raise ValueError(f"model must be one of {models}; got {self.model!r}.")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def digest(self) -> str:
+        """8 hex digits of the whole configuration (part of the run id)."""
+        text = json.dumps(self.to_dict(), sort_keys=True)
+        return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+    def model_seed(self) -> int:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def describe(self) -> str:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class RunConfig:
-    """One run of a paper table: a data configuration, a model and a seed index.
+class RunConfig(StudyConfig):
+    """One run of a Chen et al. table: a data configuration, a model and a seed.
 
     Attributes
     ----------
     table : str
-        Registry id ("table1", ...).
+        Study id in the registry ("table1", ...).
     model : str
-        Model name as in the paper's rows: "MTLCM" (Table 2: MTRN then MTLCM) or
-        a baseline "iVAE", "MT-iVAE", "iCaRL", "MT-iCaRL".
+        One of the study's models (``get_study(table).models``): "MTLCM" (Table 2:
+        MTRN then MTLCM) or a baseline "iVAE", "MT-iVAE", "iCaRL", "MT-iCaRL".
     n_latents, n_causal, n_observed : int
         Latent dimension d, causal latents per task k, observed dimension p.
     n_tasks, n_samples : int
@@ -39,7 +73,7 @@ class RunConfig:
         MTRN head solver for the non-linear tables (None: the library default).
     max_epochs : int or None
         Epoch budget of the trained network (MTRN, or the baseline's VAE; None:
-        the default of the table, see ``identrep.experiments.runner``).
+        the default of the study).
     mixing_source : {"reference", "seeded"}
         "reference" draws the d x d mixing matrix exactly as the authors' code does
         for seed index s (``torch.manual_seed(s); torch.randn(d, d)``), so the
@@ -69,8 +103,7 @@ class RunConfig:
             )
         if self.mixing not in _MIXINGS:
             raise ValueError(f"mixing must be one of {_MIXINGS}; got {self.mixing!r}.")
-        if self.model not in MODELS:
-            raise ValueError(f"model must be one of {MODELS}; got {self.model!r}.")
+        self._check_model()
         for name in ("n_latents", "n_observed", "n_tasks", "n_samples", "n_init"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}.")
@@ -79,9 +112,6 @@ class RunConfig:
                 f"n_causal must lie in [0, n_latents={self.n_latents}]; "
                 f"got {self.n_causal}."
             )
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
     def data_key(self) -> tuple:
         """Fields that define the data (the model and its settings excluded)."""
@@ -97,13 +127,17 @@ class RunConfig:
             self.seed,
         )
 
+    def model_seed(self) -> int:
+        """The model's seed: from the model, its restarts and the data."""
+        return derive_seed("model", self.model, self.n_init, *self.data_key())
+
+    def describe(self) -> str:
+        return f"d={self.n_latents} k={self.n_causal} {self.mixing}"
+
     @property
     def run_id(self) -> str:
         """Readable, unique file stem of this run's record."""
-        digest = hashlib.sha1(
-            json.dumps(self.to_dict(), sort_keys=True).encode()
-        ).hexdigest()[:8]
         return (
             f"{self.table}-{self.model}-d{self.n_latents}-k{self.n_causal}"
-            f"-p{self.n_observed}-{self.mixing}-s{self.seed}-{digest}"
+            f"-p{self.n_observed}-{self.mixing}-s{self.seed}-{self.digest()}"
         )

@@ -10,7 +10,13 @@ import numpy as np
 
 from identrep.utils.io import atomic_path, atomic_write_text
 
-__all__ = ["atomic_path", "atomic_write_text", "load_records", "write_record"]
+__all__ = [
+    "atomic_path",
+    "atomic_write_text",
+    "latents_path",
+    "load_records",
+    "write_record",
+]
 
 
 def _default(o):
@@ -23,6 +29,12 @@ def _default(o):
     if isinstance(o, np.ndarray):
         return o.tolist()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def latents_path(artifacts: str | os.PathLike, run_id: str) -> Path:
+    """Where a run stores its representations (``<artifacts>/<run_id>.npz``; a
+    sweep's artifacts folder is ``out/latents``), for cross-seed metrics."""
+    return Path(artifacts) / f"{run_id}.npz"
 
 
 def write_record(path: str | os.PathLike, record: dict) -> Path:

@@ -1,4 +1,9 @@
-"""Tables from run records: results.csv (one row per run) and report.md."""
+"""Tables from run records: results.csv (one row per run), report.md, report.tex.
+
+Everything study-specific (columns, groups, sections, metrics, the published
+numbers and footnotes) comes from the records' registry entries
+(:class:`~identrep.experiments.registry.ReportSpec`).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from identrep.experiments.configs import MODELS
-from identrep.experiments.io import atomic_write_text, load_records
-from identrep.experiments.tables import get_table, published_results
+from identrep.experiments.io import atomic_write_text, latents_path, load_records
+from identrep.experiments.registry import get_study, published_results
 
 __all__ = [
     "build_latex",
@@ -20,60 +24,54 @@ __all__ = [
     "write_report",
 ]
 
-_CONFIG_COLS = [
-    "table",
-    "model",
-    "seed",
-    "n_latents",
-    "n_causal",
-    "n_observed",
-    "n_tasks",
-    "n_samples",
-    "mixing",
-    "mixing_source",
-    "n_init",
-]
+_SEEDS = ("seed", "data_seed", "model_seed")
+
+
+def _tables(df: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(df["table"])) if "table" in df.columns else []
+
+
+def _scalar(value) -> bool:
+    return not isinstance(value, (list, dict, tuple))
 
 
 def records_to_frame(records: list[dict]) -> pd.DataFrame:
-    """One row per run: configuration fields, seeds, metric columns."""
+    """One row per run: configuration fields (the study's ``columns``), seeds,
+    scalar metric columns."""
     rows = []
     for r in records:
         if r.get("status") == "failed":
             continue  # listed by write_report, no metrics
-        row = {k: r["config"].get(k) for k in _CONFIG_COLS}
+        spec = get_study(r["config"]["table"]).report
+        row = {k: r["config"].get(k) for k in spec.columns}
         row.update(data_seed=r["data_seed"], model_seed=r["model_seed"])
-        row.update(r["metrics"])
+        row.update({k: v for k, v in r["metrics"].items() if _scalar(v)})
         rows.append(row)
     df = pd.DataFrame(rows)
     if len(df):
-        df = df.sort_values(
-            ["table", "model", "mixing", "n_causal", "n_latents", "n_observed", "seed"]
-        ).reset_index(drop=True)
+        order = []
+        for name in sorted(set(df["table"])):
+            order += [k for k in get_study(name).report.sort if k not in order]
+        df = df.sort_values(["table", "model", *order, "seed"]).reset_index(drop=True)
     return df
 
 
+def _group_keys(name: str) -> list[str]:
+    return ["table", "model", *get_study(name).report.group]
+
+
+def _config_columns(df: pd.DataFrame) -> set[str]:
+    cols = set(_SEEDS)
+    for name in _tables(df):
+        spec = get_study(name).report
+        cols |= set(spec.columns) | set(spec.group)
+    return cols
+
+
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std (ddof=0, as over seeds in the paper) per configuration."""
-    keys = [
-        "table",
-        "model",
-        "mixing",
-        "mixing_source",
-        "n_causal",
-        "n_latents",
-        "n_observed",
-    ]
-    skip = set(keys) | {
-        "seed",
-        "data_seed",
-        "model_seed",
-        "n_tasks",
-        "n_samples",
-        "n_init",
-        "heads",
-        "max_epochs",
-    }
+    """Mean and std (ddof=0, as over seeds in the paper) per configuration (the
+    study's ``group`` fields), one study after the other."""
+    skip = _config_columns(df)
     metrics = [
         c
         for c in df.columns
@@ -81,12 +79,16 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
         and pd.api.types.is_numeric_dtype(df[c])
         and not pd.api.types.is_bool_dtype(df[c])
     ]
-    g = df.groupby(keys, sort=True, dropna=False)
-    mean = g[metrics].mean()
-    std = g[metrics].std(ddof=0)
-    out = mean.add_suffix("_mean").join(std.add_suffix("_std"))
-    out["n_seeds"] = g.size()
-    return out.reset_index()
+    parts = []
+    for name in sorted(_tables(df)):
+        sub = df[df["table"] == name]
+        g = sub.groupby(_group_keys(name), sort=True, dropna=False)
+        mean = g[metrics].mean()
+        std = g[metrics].std(ddof=0)
+        out = mean.add_suffix("_mean").join(std.add_suffix("_std"))
+        out["n_seeds"] = g.size()
+        parts.append(out.reset_index())
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def _pm(mean: float, std: float, scale: float, digits: int = 2) -> str:
@@ -95,54 +97,45 @@ def _pm(mean: float, std: float, scale: float, digits: int = 2) -> str:
     return f"{mean * scale:.{digits}f} ± {std * scale:.{digits}f}"
 
 
-def _published(pub, table, row, metric, model, mixing):
+def _published(pub, spec, row, metric, model):
     """The paper's (mean, std) x100 for this row's configuration: of ``model``, or
     of the row's own model when ``model`` is None; (None, None) if there is none."""
     model = row["model"] if model is None else model
-    if mixing != table.published_mixing or f"{metric}_mean" not in row.index:
+    if pub is None or f"{metric}_mean" not in row.index:
+        return None, None
+    if any(row.get(f) != v for f, v in spec.published_when):
         return None, None
     if pd.isna(row[f"{metric}_mean"]):
         return None, None
     match = pub[
         (pub["model"] == model)
-        & np.logical_and.reduce([pub[k] == row[k] for k in table.keys])
+        & np.logical_and.reduce([pub[k] == row[k] for k in spec.keys])
     ]
     if not len(match):
         return None, None
     return float(match["mcc_mean"].iloc[0]), float(match["mcc_std"].iloc[0])
 
 
-_SUMMARY_KEYS = [
-    "table",
-    "model",
-    "mixing",
-    "mixing_source",
-    "n_causal",
-    "n_latents",
-    "n_observed",
-]
-
-
 def cross_seed_summary(records: list[dict], out: str | Path) -> pd.DataFrame:
-    """Agreement across seeds for real-data records (Table 3), from the stored
-    representations in ``out/latents``: for every configuration, every pair of
-    seeds is scored with Pearson MCC of the MTLCM latents (``cross_seed_mcc``)
-    and in-sample CCA + Spearman MCC of the MTRN features
-    (``cross_seed_weak_mcc``); mean and std (ddof=0) over the pairs."""
-    from identrep.experiments.runner import latents_path
+    """Agreement across seeds for the studies whose report asks for it (real
+    data: Table 3, QM9), from the stored representations in ``out/latents``: for
+    every configuration, every pair of seeds is scored with Pearson MCC of the
+    latents (``cross_seed_mcc``) and in-sample CCA + Spearman MCC of the MTRN
+    features (``cross_seed_weak_mcc``, where stored); mean and std (ddof=0) over
+    the pairs."""
     from identrep.metrics import cross_seed_mcc
 
     groups: dict[tuple, list[dict]] = {}
     for r in records:
-        if r["config"]["table"] != "table3" or r.get("status") == "failed":
+        name = r["config"]["table"]
+        if r.get("status") == "failed" or not get_study(name).report.cross_seed:
             continue
-        c = r["config"]
-        key = tuple(c[k] for k in _SUMMARY_KEYS)
+        key = tuple(r["config"][k] for k in _group_keys(name))
         groups.setdefault(key, []).append(r)
     rows = []
     for key, recs in groups.items():
         recs = sorted(recs, key=lambda r: r["config"]["seed"])
-        row = dict(zip(_SUMMARY_KEYS, key, strict=True), n_pairs=0)
+        row = dict(zip(_group_keys(key[0]), key, strict=True), n_pairs=0)
         if len(recs) >= 2:
             arrays = []
             for r in recs:
@@ -150,7 +143,7 @@ def cross_seed_summary(records: list[dict], out: str | Path) -> pd.DataFrame:
                 if not path.exists():
                     raise FileNotFoundError(
                         f"Record {r['run_id']} has no stored latents at {path}; "
-                        "rerun that configuration (delete its record) to compare "
+                        "run the sweep again (it recomputes that run) to compare "
                         "seeds."
                     )
                 with np.load(path, allow_pickle=False) as z:
@@ -173,116 +166,133 @@ def cross_seed_summary(records: list[dict], out: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _with_cross_seed(summ: pd.DataFrame, cross: pd.DataFrame | None) -> pd.DataFrame:
+    """Join the cross-seed summary onto each study's rows (on its group keys)."""
+    if cross is None or not len(cross):
+        return summ
+    parts = []
+    for name in _tables(summ):
+        part = summ[summ["table"] == name]
+        mine = cross[cross["table"] == name]
+        if len(mine):
+            keys = _group_keys(name)
+            part = part.merge(mine.dropna(axis=1, how="all"), on=keys, how="left")
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+def _sections(part: pd.DataFrame, fields: tuple[str, ...]):
+    """(section dict, rows) of a study's summary, in order of appearance."""
+    if not fields:
+        yield {}, part
+        return
+    for values, rows in part.groupby(list(fields), sort=False, dropna=False):
+        values = values if isinstance(values, tuple) else (values,)
+        yield dict(zip(fields, values, strict=True)), rows
+
+
+def _runs_of(df: pd.DataFrame, name: str, section: dict) -> pd.DataFrame:
+    rows = df[df["table"] == name]
+    for k, v in section.items():
+        rows = rows[rows[k] == v]
+    return rows
+
+
 def build_report(
     df: pd.DataFrame, cross_seed: pd.DataFrame | None = None
 ) -> tuple[str, pd.DataFrame]:
     """Markdown report with our mean ± std beside the published numbers
     (``cross_seed``: the summary of :func:`cross_seed_summary`, joined on the
     configuration)."""
-    summ = summarise(df)
-    if cross_seed is not None and len(cross_seed):
-        summ = summ.merge(cross_seed, on=_SUMMARY_KEYS, how="left")
-    lines = []
-    for (table_name, mixing, source), part in summ.groupby(
-        ["table", "mixing", "mixing_source"], sort=False
-    ):
-        table = get_table(table_name)
-        pub = published_results(table_name)
-        how = ""
-        if table_name == "table1":
-            how = f", {mixing} mixing" + (
-                " (the authors' mixing matrices)"
-                if source == "reference"
-                else " (mixing matrices from identrep's seeds)"
+    summ = _with_cross_seed(summarise(df), cross_seed)
+    lines, footnotes = [], []
+    for name in _tables(summ):
+        study = get_study(name)
+        spec = study.report
+        pub = published_results(name)
+        for section, part in _sections(summ[summ["table"] == name], spec.sections):
+            how = spec.heading(section) if spec.heading else ""
+            lines.append(f"## {study.title}{how}\n")
+            intro = (
+                spec.intro(_runs_of(df, name, section))
+                if callable(spec.intro)
+                else spec.intro
             )
-        lines.append(f"## {table.title}{how}\n")
-        if table_name == "table3":
-            lines.append(
-                "Std over the pairs of seeds (10 pairs for 5 seeds). Strong MCC: "
-                "Pearson MCC between the latents of two seeds (MTLCM latents; the "
-                "baselines' encoder means q(z | x) of all materials, trained on "
-                "a fixed subset of the materials); weak MCC: in-sample CCA, then "
-                "Spearman MCC, between their standardised MTRN features (the "
-                "paper's protocol).\n"
-            )
-        shown = [
-            (m, lab, sc) for m, lab, sc in table.metrics if f"{m}_mean" in part.columns
-        ]
-        head = ["model", *table.keys, "seeds"]
-        head += [lab + (" ×100" if sc == 100 else "") for _, lab, sc in shown]
-        for _, _, label in table.compare:
-            head += [f"{label} ×100", "ours − paper"]
-        lines.append("| " + " | ".join(head) + " |")
-        lines.append("|" + "---|" * len(head))
-        for _, row in part.iterrows():
-            cells = [
-                row["model"],
-                *[str(int(row[k])) for k in table.keys],
-                str(int(row["n_seeds"])),
-            ]
-            for m, _, scale in shown:
-                digits = 2 if scale == 100 else 1
-                cells.append(
-                    _pm(row.get(f"{m}_mean"), row.get(f"{m}_std"), scale, digits)
-                )
-            for metric, model, _ in table.compare:
-                pm, ps = _published(pub, table, row, metric, model, mixing)
-                if pm is None:
-                    cells += ["-", "-"]
-                else:
-                    ours = row[f"{metric}_mean"] * 100
-                    cells += [f"{pm:.2f} ± {ps:.2f}", f"{ours - pm:+.2f}"]
-            lines.append("| " + " | ".join(cells) + " |")
-        if mixing != table.published_mixing:
-            lines.append(f"\n(The paper reports {table.published_mixing} mixing only.)")
-        lines.append("")
-        if part["model"].nunique() > 1:
-            lines += _side_by_side(part, table, pub, mixing)
-    lines.append(
-        "MCC per task: Spearman MCC with its own matching in every task, averaged "
-        "over tasks (the paper's protocol). MCC pooled: one matching over all "
-        "samples. 'true unmixing, per task' applies the true A^-1 to the noisy "
-        "observations (the reference code's noise ceiling): an ill-conditioned "
-        "random mixing amplifies the observation noise. "
-        "'random unmixing, per task' is the per-task score of a random "
-        "linear unmixing on the same data: the per-task metric is biased upward "
-        "because a task's spurious latents are nearly collinear with its target. "
-        "MTRN weak MCC: CCA to the latent dimension, then Spearman MCC of the "
-        "canonical variates, fitted and scored on a pooled random subsample of "
-        "10,000 points (the paper's protocol; 'held-out CCA' fits the CCA on half "
-        "of them and scores the other half). "
-        "Causal accuracy: indicators > 0.5 against the true causal sets after a "
-        "pooled matching of latents. Std over seeds with ddof=0."
-    )
+            if intro:
+                lines.append(intro + "\n")
+            lines += _table_lines(part, spec, pub)
+            if pub is not None:
+                for f, v in spec.published_when:
+                    if section.get(f, v) != v:
+                        lines.append(f"\n(The paper reports {v} {f} only.)")
+            elif study.published_note:
+                lines.append(f"\n{study.published_note}")
+            lines.append("")
+            if part["model"].nunique() > 1:
+                lines += _side_by_side(part, study, pub)
+        if spec.footnote and spec.footnote not in footnotes:
+            footnotes.append(spec.footnote)
+    lines += footnotes
     return "\n".join(lines) + "\n", summ
 
 
-def _side_by_side(part: pd.DataFrame, table, pub: pd.DataFrame, mixing: str) -> list:
+def _table_lines(part: pd.DataFrame, spec, pub) -> list[str]:
+    """One row per model and configuration: the metrics, then each compared
+    metric's published number and our difference."""
+    shown = [(m, lab, sc) for m, lab, sc in spec.metrics if f"{m}_mean" in part.columns]
+    head = ["model", *spec.keys, "seeds"]
+    head += [lab + (" ×100" if sc == 100 else "") for _, lab, sc in shown]
+    compare = spec.compare if pub is not None else ()
+    for _, _, label in compare:
+        head += [f"{label} ×100", "ours − paper"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for _, row in part.iterrows():
+        cells = [
+            row["model"],
+            *[str(int(row[k])) for k in spec.keys],
+            str(int(row["n_seeds"])),
+        ]
+        for m, _, scale in shown:
+            digits = 2 if scale == 100 else 1
+            cells.append(_pm(row.get(f"{m}_mean"), row.get(f"{m}_std"), scale, digits))
+        for metric, model, _ in compare:
+            pm, ps = _published(pub, spec, row, metric, model)
+            if pm is None:
+                cells += ["-", "-"]
+            else:
+                ours = row[f"{metric}_mean"] * 100
+                cells += [f"{pm:.2f} ± {ps:.2f}", f"{ours - pm:+.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _side_by_side(part: pd.DataFrame, study, pub) -> list:
     """Markdown lines of one configuration per row and one column per model:
-    our mean ± std of the table's main metric with the paper's mean beside it
-    (and, where the table has one, MTRN's weak MCC as its own column)."""
-    metric = table.compare[-1][0]
+    our mean ± std of the study's main metric with the paper's mean beside it
+    (and, where the study compares one, MTRN's weak MCC as its own column)."""
+    spec = study.report
+    metric = spec.main_metric
     if f"{metric}_mean" not in part.columns:
         return []
-    labels = {m: lab for m, lab, _ in table.metrics}
+    labels = {m: lab for m, lab, _ in spec.metrics}
     # columns: (title, model whose rows hold it, metric, published model)
     cols = [
         ("MTRN weak", "MTLCM", m, pub_model)
-        for m, pub_model, _ in table.compare[:-1]
+        for m, pub_model, _ in spec.compare[:-1]
         if f"{m}_mean" in part.columns and part[f"{m}_mean"].notna().any()
     ]
     present = list(dict.fromkeys(part["model"]))
-    ordered = [m for m in MODELS if m in present] + [
-        m for m in present if m not in MODELS
+    ordered = [m for m in study.models if m in present] + [
+        m for m in present if m not in study.models
     ]
     cols += [(m, m, metric, None) for m in ordered]
     lines = [
         f"Side by side: {labels.get(metric, metric)} ×100 (MTRN weak: its weak "
         "MCC), ours (paper).\n",
-        "| " + " | ".join([*table.keys, *(c[0] for c in cols)]) + " |",
-        "|" + "---|" * (len(table.keys) + len(cols)),
+        "| " + " | ".join([*spec.keys, *(c[0] for c in cols)]) + " |",
+        "|" + "---|" * (len(spec.keys) + len(cols)),
     ]
-    for key, grp in part.groupby(list(table.keys), sort=True):
+    for key, grp in part.groupby(list(spec.keys), sort=True):
         key = key if isinstance(key, tuple) else (key,)
         cells = [str(int(v)) for v in key]
         by_model = {r["model"]: r for _, r in grp.iterrows()}
@@ -292,7 +302,7 @@ def _side_by_side(part: pd.DataFrame, table, pub: pd.DataFrame, mixing: str) -> 
                 cells.append("-")
                 continue
             ours = _pm(row[f"{m}_mean"], row[f"{m}_std"], 100, 2)
-            pm, _ = _published(pub, table, row, m, pub_model, mixing)
+            pm, _ = _published(pub, spec, row, m, pub_model)
             cells.append(ours + ("" if pm is None else f" ({pm:.2f})"))
         lines.append("| " + " | ".join(cells) + " |")
     return [*lines, ""]
@@ -306,66 +316,83 @@ def _tex(text: str) -> str:
 
 
 def build_latex(summ: pd.DataFrame) -> str:
-    """LaTeX (booktabs) tables of a summary: per table and mixing, one row per
+    """LaTeX (booktabs) tables of a summary: per study and section, one row per
     model and configuration with our mean ± std (x100) of the compared metrics and
-    the paper's numbers beside them; the best model of each configuration is set
-    in bold (on our main metric)."""
+    the paper's numbers beside them (a study without published numbers: its
+    x100 metrics); the best model of each configuration is set in bold (on the
+    main metric)."""
     chunks = [
         "% identrep results; needs \\usepackage{booktabs}. Mean $\\pm$ std "
         "over seeds (x100)."
     ]
-    for (table_name, mixing, source), part in summ.groupby(
-        ["table", "mixing", "mixing_source"], sort=False
-    ):
-        table = get_table(table_name)
-        pub = published_results(table_name)
-        main = table.compare[-1][0]
-        best = {}
-        if f"{main}_mean" in part.columns:
-            for key, grp in part.groupby(list(table.keys)):
-                vals = grp[f"{main}_mean"]
-                if vals.notna().any():
-                    best[key if isinstance(key, tuple) else (key,)] = grp.loc[
-                        vals.idxmax(), "model"
-                    ]
-        head = ["model", *[k.replace("n_", "") for k in table.keys]]
-        labels = {m: lab for m, lab, _ in table.metrics}
-        for metric, _, label in table.compare:
-            head += [f"{labels.get(metric, metric)}", label]
-        lines = [
-            "\\begin{table}[t]",
-            "\\centering\\small",
-            f"\\caption{{{_tex(table.title)}, {_tex(mixing)} mixing "
-            f"({_tex(source)} matrices).}}",
-            f"\\begin{{tabular}}{{l{'r' * (len(head) - 1)}}}",
-            "\\toprule",
-            " & ".join(_tex(h) for h in head) + " \\\\",
-            "\\midrule",
-        ]
-        previous_model = None
-        for _, row in part.sort_values(["model", *table.keys]).iterrows():
-            if previous_model is not None and row["model"] != previous_model:
-                lines.append("\\midrule")
-            previous_model = row["model"]
-            key = tuple(row[k] for k in table.keys)
-            cells = [_tex(row["model"]), *[str(int(v)) for v in key]]
-            for metric, model, _ in table.compare:
-                mean = row.get(f"{metric}_mean")
-                if mean is None or pd.isna(mean):
-                    ours = "--"
-                else:
-                    ours = f"${mean * 100:.2f} \\pm {row[f'{metric}_std'] * 100:.2f}$"
-                    if metric == main and best.get(key) == row["model"]:
-                        ours = f"$\\mathbf{{{mean * 100:.2f}}} \\pm " + (
-                            f"{row[f'{metric}_std'] * 100:.2f}$"
+    for name in _tables(summ):
+        study = get_study(name)
+        spec = study.report
+        pub = published_results(name)
+        compare = (
+            spec.compare
+            if pub is not None
+            else tuple((m, None, None) for m, _, sc in spec.metrics if sc == 100)
+        )
+        main = spec.main_metric
+        labels = {m: lab for m, lab, _ in spec.metrics}
+        for section, part in _sections(summ[summ["table"] == name], spec.sections):
+            best = {}
+            if f"{main}_mean" in part.columns:
+                for key, grp in part.groupby(list(spec.keys)):
+                    vals = grp[f"{main}_mean"]
+                    if vals.notna().any():
+                        best[key if isinstance(key, tuple) else (key,)] = grp.loc[
+                            vals.idxmax(), "model"
+                        ]
+            head = ["model", *[k.replace("n_", "") for k in spec.keys]]
+            for metric, _, label in compare:
+                head += [f"{labels.get(metric, metric)}"]
+                head += [label] if label is not None else []
+            where = spec.heading(section) if spec.heading else ""
+            lines = [
+                "\\begin{table}[t]",
+                "\\centering\\small",
+                f"\\caption{{{_tex(study.title + where)}.}}",
+                f"\\begin{{tabular}}{{l{'r' * (len(head) - 1)}}}",
+                "\\toprule",
+                " & ".join(_tex(h) for h in head) + " \\\\",
+                "\\midrule",
+            ]
+            previous_model = None
+            for _, row in part.sort_values(["model", *spec.keys]).iterrows():
+                if previous_model is not None and row["model"] != previous_model:
+                    lines.append("\\midrule")
+                previous_model = row["model"]
+                key = tuple(row[k] for k in spec.keys)
+                cells = [_tex(row["model"]), *[str(int(v)) for v in key]]
+                for metric, model, label in compare:
+                    cells.append(
+                        _tex_ours(
+                            row,
+                            metric,
+                            metric == main and (best.get(key) == row["model"]),
                         )
-                pm, ps = _published(pub, table, row, metric, model, mixing)
-                paper = "--" if pm is None else f"${pm:.2f} \\pm {ps:.2f}$"
-                cells += [ours, paper]
-            lines.append(" & ".join(cells) + " \\\\")
-        lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}", ""]
-        chunks.append("\n".join(lines))
+                    )
+                    if label is not None:
+                        pm, ps = _published(pub, spec, row, metric, model)
+                        cells.append(
+                            "--" if pm is None else f"${pm:.2f} \\pm {ps:.2f}$"
+                        )
+                lines.append(" & ".join(cells) + " \\\\")
+            lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}", ""]
+            chunks.append("\n".join(lines))
     return "\n\n".join(chunks) + "\n"
+
+
+def _tex_ours(row, metric: str, bold: bool) -> str:
+    mean = row.get(f"{metric}_mean")
+    if mean is None or pd.isna(mean):
+        return "--"
+    std = row[f"{metric}_std"] * 100
+    if bold:
+        return f"$\\mathbf{{{mean * 100:.2f}}} \\pm " + f"{std:.2f}$"
+    return f"${mean * 100:.2f} \\pm {std:.2f}$"
 
 
 def write_report(out: str | Path, *, plots: bool = True) -> tuple[pd.DataFrame, str]:

@@ -3,30 +3,39 @@
 Every run executes with one BLAS/torch thread, so records do not depend on the number
 of jobs, and its seeds come from its configuration (``derive_seed``), never from the
 order of execution. Finished records are skipped, so an interrupted sweep resumes.
+The sweep serves every study of the registry: what differs between studies (the
+metrics of the progress line, stored representations, settings the runs in one
+folder must share) is read from the study's entry.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from identrep.experiments.configs import RunConfig
 from identrep.experiments.executor import make_executor
-from identrep.experiments.io import atomic_write_text, load_records, write_record
+from identrep.experiments.io import (
+    atomic_write_text,
+    latents_path,
+    load_records,
+    write_record,
+)
+from identrep.experiments.registry import get_study
 
 __all__ = ["record_path", "run_sweep"]
 
 
-def record_path(out: str | Path, config: RunConfig) -> Path:
+def record_path(out: str | Path, config) -> Path:
     return Path(out) / "records" / f"{config.run_id}.json"
 
 
-def _run_single_threaded(config: RunConfig, out: str | None) -> dict:
+def _run_single_threaded(config, out: str | None) -> dict:
     """Run one configuration with one BLAS/torch thread; with ``out``, write its
     record there as soon as it is finished (local workers), so a sweep killed at
     any moment loses no finished run."""
@@ -49,7 +58,7 @@ def _run_single_threaded(config: RunConfig, out: str | None) -> dict:
     return record
 
 
-def failed_record(config: RunConfig, exc: BaseException) -> dict:
+def failed_record(config, exc: BaseException) -> dict:
     """The record of a run that raised: its configuration and the error, no
     metrics. The report lists it; delete the file to run it again."""
     from identrep.experiments.runner import environment
@@ -111,40 +120,32 @@ def _remove_stale_temporaries(rec_dir: Path) -> int:
     return n
 
 
-_PROGRESS_METRICS = (
-    ("mcc_task_spearman", "MCC task"),
-    ("mcc_pooled", "pooled"),
-    ("mtrn_weak_mcc", "weak"),
-    ("mtrn_r2", "MTRN R2"),  # table3: MCCs are across seeds, in the report
-)
-
-
 class _Progress:
-    """A small progress line on stderr (no dependency)."""
+    """The sweep's progress line on stderr (no dependency): one line per finished
+    run with the metrics its study declares (``Study.progress``)."""
 
     def __init__(self, total: int, enabled: bool):
         self.total, self.done, self.enabled = total, 0, enabled and total > 0
         self.t0 = time.perf_counter()
 
-    def update(self, record: dict) -> None:
+    def update(self, config, record: dict) -> None:
         self.done += 1
         if not self.enabled:
             return
-        c, m = record["config"], record["metrics"]
+        m = record["metrics"]
         elapsed = time.perf_counter() - self.t0
         eta = elapsed / self.done * (self.total - self.done)
         width = len(str(self.total))
         shown = [
             f"{label} {m[key]:.4f}"
-            for key, label in _PROGRESS_METRICS
+            for key, label in get_study(config.table).progress
             if isinstance(m.get(key), (int, float))
         ]
         if record.get("status") == "failed":
             shown = [f"FAILED ({record['error'][:160]})"]
         print(
-            f"[{self.done:>{width}}/{self.total}] {c['model']} d={c['n_latents']} "
-            f"k={c['n_causal']} {c['mixing']} seed={c['seed']}: "
-            f"{' '.join(shown)} "
+            f"[{self.done:>{width}}/{self.total}] {config.table} {config.model} "
+            f"{config.describe()} seed={config.seed}: {' '.join(shown)} "
             f"({m.get('fit_seconds', float('nan')):.1f} s fit; {elapsed:.0f} s "
             f"elapsed, ~{eta:.0f} s left)",
             file=sys.stderr,
@@ -152,8 +153,47 @@ class _Progress:
         )
 
 
+def _as_json(value):
+    return json.loads(json.dumps(value))
+
+
+def _check_comparable(configs, records: list[dict], out: Path) -> None:
+    """Refuse runs whose study-declared shared settings (``Study.comparable``)
+    differ from those of the same study's runs already in ``out``: their seeds
+    are compared with each other."""
+    for name in dict.fromkeys(c.table for c in configs):
+        fields = get_study(name).comparable
+        if not fields:
+            continue
+        old = [r["config"] for r in records if r["config"].get("table") == name]
+        new = [_as_json(c.to_dict()) for c in configs if c.table == name]
+        seen = {}
+        for cfg in [*old, *new]:
+            seen.setdefault(tuple(repr(cfg.get(f)) for f in fields), cfg)
+        if len(seen) > 1:
+            a, b = list(seen.values())[:2]
+            diff = [f for f in fields if a.get(f) != b.get(f)]
+            raise ValueError(
+                f"{out} holds {name} runs made with other settings ({diff}: "
+                f"{ {f: a.get(f) for f in diff} } there, "
+                f"{ {f: b.get(f) for f in diff} } now); seeds can only be "
+                "compared on the same data and budget. Use another output folder "
+                "or pass the same settings."
+            )
+
+
+def _finished(record: dict, out: Path) -> bool:
+    """A record counts as finished unless its study stores representations and
+    they are missing (the run is then recomputed, exactly: seeds are fixed)."""
+    if record.get("status") == "failed":
+        return True
+    if not get_study(record["config"]["table"]).stores_latents:
+        return True
+    return latents_path(out / "latents", record["run_id"]).is_file()
+
+
 def run_sweep(
-    configs: Sequence[RunConfig],
+    configs: Sequence,
     out: str | Path,
     *,
     jobs: int = 1,
@@ -172,7 +212,8 @@ def run_sweep(
 
     Parameters
     ----------
-    configs : sequence of RunConfig
+    configs : sequence of run configurations
+        Of any registered studies (``config.table``), e.g. ``study.grid()``.
     out : path
         Output folder.
     jobs : int
@@ -186,7 +227,14 @@ def run_sweep(
     progress : bool
         Print one line per finished run to stderr.
     resume : bool
-        Skip configurations whose record already exists.
+        Skip configurations whose record already exists (and, for studies that
+        store representations, whose representations exist).
+
+    Raises
+    ------
+    ValueError
+        Duplicate configurations, or settings that a study requires every run
+        in one folder to share (``Study.comparable``) differ from those there.
 
     Returns
     -------
@@ -203,9 +251,15 @@ def run_sweep(
     executor = make_executor(backend, jobs, scheduler)
     with _SweepLock(out):
         _remove_stale_temporaries(rec_dir)
+        on_disk = load_records(out)
+        _check_comparable(configs, on_disk, out)
         existing = {}
         if resume:
-            existing = {r["run_id"]: r for r in load_records(out) if r["run_id"] in ids}
+            existing = {
+                r["run_id"]: r
+                for r in on_disk
+                if r["run_id"] in ids and _finished(r, out)
+            }
         todo = [c for c in configs if c.run_id not in existing]
         if progress and existing:
             print(
@@ -214,6 +268,7 @@ def run_sweep(
                 file=sys.stderr,
             )
         bar = _Progress(len(todo), progress)
+        by_id = {c.run_id: c for c in todo}
         fresh = {}
         with executor:
             worker_out = str(out) if executor.shared_filesystem else None
@@ -222,6 +277,6 @@ def run_sweep(
                 if worker_out is None:
                     write_record(rec_dir / f"{rec['run_id']}.json", rec)
                 fresh[rec["run_id"]] = rec
-                bar.update(rec)
+                bar.update(by_id[rec["run_id"]], rec)
     allrec = {**existing, **fresh}
     return [allrec[c.run_id] for c in configs]
