@@ -17,7 +17,7 @@ import numpy as np
 
 from identrep._typing import ArrayLike
 from identrep.exceptions import DataError
-from identrep.models.vae._base import BaseVAE
+from identrep.models.vae._base import BaseVAE, check_input_kind
 from identrep.utils.validation import (
     MultiTaskArrays,
     check_array,
@@ -27,6 +27,14 @@ from identrep.utils.validation import (
 )
 
 __all__ = ["ConditionalVAEEstimator"]
+
+
+def _shape(a) -> tuple[int, ...]:
+    """Shape of an array-like (() for None), through ``__array__`` (not numpy's
+    ``__array_function__`` protocol, which array-likes may refuse)."""
+    if a is None:
+        return ()
+    return np.asarray(a.to_numpy() if hasattr(a, "to_numpy") else a).shape
 
 
 class ConditionalVAEEstimator(BaseVAE):
@@ -63,6 +71,7 @@ class ConditionalVAEEstimator(BaseVAE):
         """Validated data; y or task_ids may be absent when u does not need them."""
         needs_task = self._task_mode() is not None
         cls = type(self).__name__
+        X = check_input_kind(X)
         if y is None:
             if self._uses_target():
                 raise DataError(
@@ -84,8 +93,9 @@ class ConditionalVAEEstimator(BaseVAE):
             return MultiTaskArrays(
                 Xa, np.zeros(n), codes, np.arange(n, dtype=np.int64), labels, "long"
             )
-        if task_ids is None and not needs_task and np.ndim(y) == 1:
-            task_ids = np.zeros(np.shape(y)[0], dtype=np.int64)
+        y_shape = _shape(y)
+        if task_ids is None and not needs_task and len(y_shape) == 1:
+            task_ids = np.zeros(y_shape[0], dtype=np.int64)
         return check_multitask(X, y, task_ids, min_samples=1, check_constant=False)
 
     def _check_transform_data(self, X, y, task_ids):
@@ -146,8 +156,8 @@ class ConditionalVAEEstimator(BaseVAE):
         needs_u = self._condition_encoder() and (
             self._uses_target() or self._task_mode() is not None
         )
-        y_shape = np.shape(y.to_numpy() if hasattr(y, "to_numpy") else y)
-        if needs_u and y is not None and len(y_shape) == 2 and y_shape[1] > 1:
+        y_shape = _shape(y)
+        if needs_u and len(y_shape) == 2 and y_shape[1] > 1:
             raise DataError(
                 f"{type(self).__name__}.fit_transform cannot encode a wide Y of "
                 f"shape {y_shape}: the encoder q(z | x, u) needs one (y, task) per "
