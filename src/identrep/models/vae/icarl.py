@@ -79,6 +79,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 from numbers import Integral, Real
 
 import torch
@@ -329,11 +330,11 @@ class ICaRL(ConditionalVAEEstimator):
         the order prior conditioner, encoder, decoder, encoder conditioner, prior."""
         cond = self._build_conditioner(n_tasks, y_mean, y_scale)
         c = cond.out_features
-        encoder = self._build_encoder(n_features, c if self.condition_encoder else 0)
+        encoder = self._build_encoder(n_features, c if self._condition_encoder() else 0)
         decoder = self._build_decoder(n_features)
         _skip_linear_init([c, *self._hidden(n_features), int(self.n_latents)])
         enc_cond = None
-        if self.condition_encoder:  # the encoder's own u (own task embedding)
+        if self._condition_encoder():  # the encoder's own u (own task embedding)
             enc_cond = self._build_conditioner(n_tasks, y_mean, y_scale)
         prior = ExpFamPrior(
             c,
@@ -365,14 +366,11 @@ class ICaRL(ConditionalVAEEstimator):
         return math.ceil(float(self.coupling_warmup) * int(self.max_epochs))
 
     def _make_loss(self, n_train: int):
-        method = self._resolved_score_matching()
-        n_proj = int(self.n_projections)
-
-        def loss_fn(module, batch):
-            return icarl_loss(
-                module, batch, score_matching=method, n_projections=n_proj
-            )
-
+        loss_fn = partial(
+            icarl_loss,
+            score_matching=self._resolved_score_matching(),
+            n_projections=int(self.n_projections),
+        )
         n_warm = self._warmup_epochs()
         if not n_warm:
             return loss_fn, None
