@@ -5,3 +5,15 @@ from identrep.models.nn.egnn import EGNNExtractor, EGNNLayer
 from identrep.models.nn.mlp import MLP, MultiTaskNet, Standardize
 
 __all__ = ["EGNNExtractor", "EGNNLayer", "MLP", "MultiTaskNet", "Standardize"]
+# the VAE family's modules
+from identrep.models.nn.icarl import ExpFamPrior, ICaRLModule  # noqa: E402
+from identrep.models.nn.vae import (  # noqa: E402
+    ConditionalPrior,
+    ConditionalVAE,
+    Conditioner,
+    GaussianDecoder,
+    GaussianEncoder,
+)
+
+__all__ += ["ConditionalPrior", "ConditionalVAE", "Conditioner", "GaussianDecoder"]
+__all__ += ["GaussianEncoder", "ExpFamPrior", "ICaRLModule"]

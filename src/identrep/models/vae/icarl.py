@@ -11,7 +11,8 @@ environment)::
 with ``lambda(u) = (eta, -0.5 tau, c)`` produced by an MLP of u and ``T_NN`` a
 small network of z whose outputs are extra sufficient statistics that couple the
 latents. Encoder q(z | x, u) and decoder p(x | z) are Gaussian as in iVAE
-(:mod:`identrep.models.vae._base`).
+(:mod:`identrep.models.nn.vae`); the prior and the module are in
+:mod:`identrep.models.nn.icarl`, the loss in :mod:`identrep.models.vae._icarl_loss`.
 
 **Integrability.** ``tau = softplus(.) + min_precision > 0`` and ``T_NN`` is a
 stack of tanh layers, so ``|c . T_NN(z)| <= ||c||_1`` is bounded and p~ is
@@ -78,414 +79,62 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
+from functools import partial
+from numbers import Integral, Real
 
-import numpy as np
 import torch
-from torch import Tensor, nn
-from torch.nn import functional as F
 
 from identrep._typing import Seed
-from identrep.models.nn.mlp import MLP, Standardize
-from identrep.models.vae._base import (
-    ConditionalVAEEstimator,
-    Conditioner,
-    GaussianDecoder,
-    GaussianEncoder,
-    VAEBatch,
-    gaussian_log_prob,
-    reparameterize,
+from identrep.models.nn.icarl import ExpFamPrior, ICaRLModule, NaturalParams
+from identrep.models.vae._base import ARCHITECTURE_CONSTRAINTS, TRAINING_CONSTRAINTS
+from identrep.models.vae._conditional import ConditionalVAEEstimator
+from identrep.models.vae._icarl_loss import (
+    SCORE_MATCHING_METHODS,
+    icarl_loss,
+    icarl_loss_terms,
 )
-from identrep.models.vae._score_matching import (
-    hyvarinen_score_matching,
-    sliced_score_matching,
-)
+from identrep.utils._param_validation import Interval, SequenceOf, StrOptions
 from identrep.utils.validation import MultiTaskArrays
 
 __all__ = [
-    "ExpFamPrior",
     "ICaRL",
-    "ICaRLModule",
     "MTICaRL",
+    # the modules (identrep.models.nn.icarl) and losses (._icarl_loss), also here
+    "ExpFamPrior",
+    "ICaRLModule",
     "NaturalParams",
     "icarl_loss",
     "icarl_loss_terms",
 ]
 
-_LOG_2PI = math.log(2.0 * math.pi)
-_SCORE_MATCHING = ("exact", "sliced")
-_SCORE_MATCHING_OPTIONS = ("auto", *_SCORE_MATCHING)
 _AUTO_EXACT_MAX_LATENTS = 10
-_SOFTPLUS_INV_1 = math.log(math.e - 1.0)  # softplus(x) = 1
+# an int w (0: none) or a sequence of positive widths
+_WIDTHS = [
+    Interval(Integral, 0, None, closed="left"),
+    SequenceOf(Interval(Integral, 1, None, closed="left"), allow_empty=True),
+]
 
 
-def _widths(value, name: str, n_layers: int) -> tuple[int, ...]:
+def _widths(value, n_layers: int) -> tuple[int, ...]:
     """``int w`` -> ``n_layers`` layers of width w; a sequence -> tuple; 0 -> ()."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+    if isinstance(value, Integral):
         return () if value == 0 else (int(value),) * n_layers
-    try:
-        out = tuple(int(v) for v in value)
-    except TypeError:
-        raise TypeError(
-            f"{name} must be an int or a sequence of ints; got {value!r}."
-        ) from None
-    return out
+    return tuple(int(v) for v in value)
 
 
-# ================================================================== modules
-class NaturalParams(NamedTuple):
-    """Natural parameters of :class:`ExpFamPrior` at a batch of u.
+def _skip_linear_init(sizes: Sequence[int]) -> None:
+    """Advance torch's global generator past the initialisation of Linear layers
+    ``sizes[0] -> sizes[1] -> ...`` (weight, then bias, per layer) without
+    building them.
 
-    ``eta`` (batch, n): coefficients of z; ``precision`` (batch, n) > 0: minus twice
-    the coefficients of z^2; ``coupling`` (batch, K): coefficients of T_NN(z).
+    Before the VAE family was split by layer, iCaRL also built iVAE's factorised
+    prior network here and discarded it. Its draws are consumed so that fixed-seed
+    fits stay bit-identical to earlier releases; removing this call changes every
+    iCaRL initialisation (not its distribution).
     """
-
-    eta: Tensor
-    precision: Tensor
-    coupling: Tensor
-
-
-class ExpFamPrior(nn.Module):
-    """Non-factorised exponential-family prior p~(z | u), unnormalised.
-
-    ``log p~(z | u) = eta(u) . z - 0.5 tau(u) . z^2 + c(u) . T_NN(z)`` with
-    ``T_NN(z) = tanh(W_L ... tanh(W_1 z + b_1) ... + b_L)`` (K = last width outputs,
-    bounded in (-1, 1)) and ``(eta, tau_raw, c) = MLP(u)``,
-    ``tau = softplus(tau_raw) + min_precision``. See the module docstring for why
-    it is integrable and why T_NN is smooth. The output layer is initialised so the
-    prior starts factorised with unit variances (c = 0 and tau = 1 +
-    min_precision for every u; eta starts as a random function of u).
-
-    Parameters
-    ----------
-    cond_features : int
-        Dimension of u (>= 1).
-    n_latents : int
-    tnn_hidden : sequence of int, default=(50,)
-        Widths of the tanh layers of T_NN; the last is K. Empty: no coupling (a
-        factorised Gaussian prior with u-dependent mean and precision).
-    lambda_hidden : sequence of int, default=(50, 50)
-        Hidden widths of the lambda network.
-    activation : str, default="leaky_relu"
-        Hidden activation of the lambda network.
-    min_precision : float, default=1e-3
-
-    Attributes
-    ----------
-    coupling_scale : Tensor, scalar buffer
-        Multiplies c: 1 (default) or 0, which makes the prior factorised and
-        gives the coupling parameters zero gradient.
-
-    Examples
-    --------
-    >>> import torch
-    >>> prior = ExpFamPrior(2, 3, tnn_hidden=(8,), lambda_hidden=(8,))
-    >>> z, u = torch.randn(4, 3), torch.randn(4, 2)
-    >>> prior.log_prob(z, u).shape
-    torch.Size([4])
-    >>> log_p, score, hess_diag = prior.score_and_hessian_diagonal(z, u)
-    >>> score.shape, hess_diag.shape
-    (torch.Size([4, 3]), torch.Size([4, 3]))
-    """
-
-    def __init__(
-        self,
-        cond_features: int,
-        n_latents: int,
-        tnn_hidden: Sequence[int] = (50,),
-        lambda_hidden: Sequence[int] = (50, 50),
-        activation: str = "leaky_relu",
-        min_precision: float = 1e-3,
-    ):
-        super().__init__()
-        if int(cond_features) < 1:
-            raise ValueError(
-                f"ExpFamPrior needs a conditioning u (cond_features >= 1); got "
-                f"{cond_features!r}."
-            )
-        self.n_latents, self.cond_features = int(n_latents), int(cond_features)
-        self.min_precision = float(min_precision)
-        widths = [self.n_latents, *(int(w) for w in tnn_hidden)]
-        self.tnn = nn.ModuleList(
-            nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:], strict=True)
-        )
-        self.n_stats = widths[-1] if len(widths) > 1 else 0
-        n = self.n_latents
-        self.natural = MLP(
-            self.cond_features,
-            tuple(lambda_hidden),
-            2 * n + self.n_stats,
-            activation=activation,
-        )
-        # 1, or 0 to switch the coupling off (a factorised prior; see the
-        # estimators' coupling_warmup)
-        self.register_buffer("coupling_scale", torch.ones(()))
-        last = self.natural.layers[-1]
-        with torch.no_grad():
-            last.weight[n:].zero_()  # precision and coupling: constant at init
-            last.bias[n : 2 * n].fill_(_SOFTPLUS_INV_1)
-            last.bias[2 * n :].zero_()
-
-    # ------------------------------------------------------------ parameters
-    def forward(self, u: Tensor) -> NaturalParams:
-        """Natural parameters at u of shape (batch, cond_features)."""
-        n = self.n_latents
-        out = self.natural(u)
-        return NaturalParams(
-            out[:, :n],
-            F.softplus(out[:, n : 2 * n]) + self.min_precision,
-            out[:, 2 * n :] * self.coupling_scale,
-        )
-
-    def _layer_params(self, detach: bool):
-        for layer in self.tnn:
-            W, b = layer.weight, layer.bias
-            yield (W.detach(), b.detach()) if detach else (W, b)
-
-    def _natural(self, u: Tensor, detach: bool) -> NaturalParams:
-        if not detach:
-            return self(u)
-        with torch.no_grad():
-            return NaturalParams(*(p.detach() for p in self(u.detach())))
-
-    # ------------------------------------------------------------- densities
-    def statistics(self, z: Tensor, *, detach_params: bool = False) -> Tensor:
-        """T_NN(z) of shape (batch, K) (K = 0 without coupling)."""
-        h = z
-        for W, b in self._layer_params(detach_params):
-            h = torch.tanh(F.linear(h, W, b))
-        return h if self.n_stats else z.new_zeros(z.shape[0], 0)
-
-    def log_prob(self, z: Tensor, u: Tensor, *, detach_params: bool = False) -> Tensor:
-        """Unnormalised log p~(z | u) of shape (batch,).
-
-        With ``detach_params`` every prior parameter and u are treated as constants
-        (gradients flow to z only): the prior term of the iCaRL ELBO.
-        """
-        eta, tau, c = self._natural(u, detach_params)
-        out = (eta * z - 0.5 * tau * z.square()).sum(-1)
-        if self.n_stats:
-            out = out + (c * self.statistics(z, detach_params=detach_params)).sum(-1)
-        return out
-
-    def score_and_hessian_diagonal(
-        self, z: Tensor, u: Tensor
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """log p~, its gradient and the exact diagonal of its Hessian in z.
-
-        Closed form, by second-order forward propagation through the tanh layers:
-        with ``a = W h + b`` and ``h' = tanh(a)``, for every coordinate j,
-        ``dh'/dz_j = tanh'(a) * W dh/dz_j`` and ``d2h'/dz_j2 = tanh''(a) * (W
-        dh/dz_j)^2 + tanh'(a) * W d2h/dz_j2`` (only derivatives along the same z_j
-        enter, so the diagonal propagates exactly). Cost O(batch * n * sum of
-        layer products): about n forward passes of T_NN, no backward pass.
-        Differentiable in the prior's parameters and u.
-
-        Parameters
-        ----------
-        z : Tensor of shape (batch, n)
-        u : Tensor of shape (batch, cond_features)
-
-        Returns
-        -------
-        log_p : Tensor of shape (batch,)
-        score : Tensor of shape (batch, n)
-        hess_diag : Tensor of shape (batch, n)
-        """
-        eta, tau, c = self(u)
-        log_p = (eta * z - 0.5 * tau * z.square()).sum(-1)
-        score = eta - tau * z
-        hess = -tau
-        if not self.n_stats:
-            return log_p, score, hess
-        # J, D: (batch, n, width), d/dz_j and d2/dz_j2 of the current layer's input
-        # (None at the first layer, whose input is z itself: J = I, D = 0)
-        h, J, D = z, None, None
-        n_layers = len(self.tnn)
-        for i, layer in enumerate(self.tnn):
-            W = layer.weight  # (out, in)
-            t = torch.tanh(F.linear(h, W, layer.bias))
-            d1 = 1.0 - t.square()  # tanh'
-            d2 = -2.0 * t * d1  # tanh''
-            if i == n_layers - 1:  # contract with c without forming the last J
-                g1, g2 = c * d1, c * d2  # (batch, out)
-                if J is None:  # a single layer: products with W only
-                    score = score + g1 @ W
-                    hess = hess + g2 @ W.square()
-                else:
-                    Ja = J @ W.T  # (batch, n, out)
-                    back = (g1 @ W).unsqueeze(1)  # (batch, 1, in)
-                    score = score + (J * back).sum(-1)
-                    hess = hess + (Ja.square() * g2.unsqueeze(1)).sum(-1)
-                    hess = hess + (D * back).sum(-1)
-                log_p = log_p + (c * t).sum(-1)
-                break
-            if J is None:
-                J = d1.unsqueeze(1) * W.T  # (batch, n, out)
-                D = d2.unsqueeze(1) * W.T.square()
-            else:
-                Ja = J @ W.T
-                D = d2.unsqueeze(1) * Ja.square() + d1.unsqueeze(1) * (D @ W.T)
-                J = d1.unsqueeze(1) * Ja
-            h = t
-        return log_p, score, hess
-
-    def score_matching(
-        self,
-        z: Tensor,
-        u: Tensor,
-        *,
-        method: str = "exact",
-        projections: Tensor | None = None,
-    ) -> Tensor:
-        """Score-matching objective of p~(. | u) at every sample z, shape (batch,).
-
-        ``method="exact"``: Hyvarinen's objective with the closed-form Hessian
-        diagonal; ``"sliced"``: sliced score matching with ``projections`` of shape
-        (n_projections, batch, n) (variance-reduced, see
-        :func:`~identrep.models.vae._score_matching.sliced_score_matching`).
-        Gradients flow to the prior's parameters and u, never to z's producer
-        (z is detached).
-        """
-        z = z.detach()
-        if method == "exact":
-            _, score, hess = self.score_and_hessian_diagonal(z, u)
-            return hyvarinen_score_matching(score, hess)
-        if method == "sliced":
-            if projections is None:
-                raise ValueError("method='sliced' needs projections.")
-            return sliced_score_matching(lambda v: self.log_prob(v, u), z, projections)
-        raise ValueError(f"method must be one of {_SCORE_MATCHING}; got {method!r}.")
-
-
-class ICaRLModule(nn.Module):
-    """Encoder, decoder, non-factorised prior and conditioners of iCaRL.
-
-    Two conditioners build u from (y, task): ``conditioner`` feeds the prior
-    (trained with the prior by score matching) and ``encoder_conditioner`` the
-    encoder (trained by the ELBO; None when the encoder sees x only). Keeping them
-    apart keeps the two stop-gradient parameter sets disjoint even with learnable
-    task embeddings. Inputs are standardised by fixed buffers.
-
-    Parameters
-    ----------
-    encoder : GaussianEncoder
-    decoder : GaussianDecoder
-    prior : ExpFamPrior
-    conditioner : Conditioner
-    encoder_conditioner : Conditioner or None
-    x_mean, x_scale : Tensor of shape (n_features,)
-    """
-
-    def __init__(
-        self,
-        encoder: GaussianEncoder,
-        decoder: GaussianDecoder,
-        prior: ExpFamPrior,
-        conditioner: Conditioner,
-        encoder_conditioner: Conditioner | None,
-        x_mean: Tensor,
-        x_scale: Tensor,
-    ):
-        super().__init__()
-        self.standardize = Standardize(x_mean, x_scale)
-        self.encoder, self.decoder, self.prior = encoder, decoder, prior
-        self.conditioner = conditioner
-        self.encoder_conditioner = encoder_conditioner
-
-    def encode(self, x: Tensor, y: Tensor, task: Tensor) -> tuple[Tensor, Tensor]:
-        """q(z | x, u) parameters ``(mean, log_var)`` for raw x (batch, p)."""
-        u = (
-            None
-            if self.encoder_conditioner is None
-            else self.encoder_conditioner(y, task)
-        )
-        return self.encoder(self.standardize(x), u)
-
-    def forward(self, x: Tensor, y: Tensor, task: Tensor):
-        """``(xs, z, z_mean, z_log_var, x_mean, x_log_var, u)``: one stochastic pass
-        (standardised x, one reparameterised z, decoder parameters, prior u)."""
-        xs = self.standardize(x)
-        z_mean, z_log_var = self.encode(x, y, task)
-        z = reparameterize(z_mean, z_log_var)
-        x_mean, x_log_var = self.decoder(z)
-        return xs, z, z_mean, z_log_var, x_mean, x_log_var, self.conditioner(y, task)
-
-    def encoder_decoder_parameters(self):
-        """Parameters trained by the ELBO term."""
-        mods = [self.encoder, self.decoder, self.encoder_conditioner]
-        return [p for m in mods if m is not None for p in m.parameters()]
-
-    def prior_parameters(self):
-        """Parameters trained by the score-matching term."""
-        return [*self.prior.parameters(), *self.conditioner.parameters()]
-
-
-# ==================================================================== losses
-def icarl_loss_terms(
-    module: ICaRLModule,
-    batch: VAEBatch,
-    *,
-    score_matching: str = "exact",
-    n_projections: int = 1,
-) -> tuple[Tensor, Tensor]:
-    """The two per-sample terms of the iCaRL objective, with their stop-gradients.
-
-    * ``neg_elbo = -log p(x | z) - log p~(z | u) - H[q(z | x, u)]`` with one
-      reparameterised z, the unnormalised log prior evaluated with detached prior
-      parameters and u (gradients reach the encoder through z, and the decoder),
-      and the Gaussian entropy ``H = 0.5 sum_k (1 + log 2pi + log_var_k)``;
-    * ``sm``: the score-matching objective of p~(. | u) at z detached (gradients
-      reach the prior and its conditioner only).
-
-    Parameters
-    ----------
-    module : ICaRLModule
-    batch : VAEBatch
-    score_matching : {"exact", "sliced"}, default="exact"
-    n_projections : int, default=1
-        Random projections per sample for ``"sliced"`` (standard normal, drawn from
-        torch's global generator, like the reparameterisation noise).
-
-    Returns
-    -------
-    neg_elbo, sm : Tensor of shape (batch,)
-    """
-    xs, z, z_mean, z_log_var, x_mean, x_log_var, u = module(
-        batch.x, batch.y, batch.task
-    )
-    rec = gaussian_log_prob(xs, x_mean, x_log_var)
-    log_prior = module.prior.log_prob(z, u, detach_params=True)
-    entropy = 0.5 * (1.0 + _LOG_2PI + z_log_var).sum(-1)
-    neg_elbo = -(rec + log_prior + entropy)
-    v = None
-    if score_matching == "sliced":
-        v = torch.randn(int(n_projections), *z.shape, dtype=z.dtype, device=z.device)
-    sm = module.prior.score_matching(z, u, method=score_matching, projections=v)
-    return neg_elbo, sm
-
-
-def icarl_loss(
-    module: ICaRLModule,
-    batch: VAEBatch,
-    *,
-    score_matching: str = "exact",
-    n_projections: int = 1,
-) -> tuple[Tensor, int]:
-    """Training loss of iCaRL: batch mean of ``neg_elbo + sm``
-    (:func:`icarl_loss_terms`); the stop-gradients make the first term train the
-    encoder/decoder and the second the prior, so one backward pass does both.
-
-    Returns
-    -------
-    loss : Tensor, scalar
-    n : int
-        Batch size (its weight in epoch means).
-    """
-    neg_elbo, sm = icarl_loss_terms(
-        module, batch, score_matching=score_matching, n_projections=n_projections
-    )
-    return (neg_elbo + sm).mean(), batch.x.shape[0]
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=True):
+        torch.empty(fan_out, fan_in).uniform_()  # nn.Linear: kaiming_uniform_
+        torch.empty(fan_out).uniform_()  # then the bias
 
 
 # ================================================================ estimators
@@ -580,7 +229,12 @@ class ICaRL(ConditionalVAEEstimator):
         The score-matching method used.
     tasks_ : ndarray of shape (n_tasks,)
     n_tasks_ : int
+    n_latents_ : int
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` had string column names.
+    device_, dtype_
+        The resolved torch device and dtype.
     fit_seconds_ : float
 
     References
@@ -601,11 +255,17 @@ class ICaRL(ConditionalVAEEstimator):
     (200, 2)
     """
 
-    _CONDITIONINGS = ("target", "task", "target+task")
-    # read by the shared checks of ConditionalVAEEstimator; iCaRL's prior is the
-    # ExpFamPrior, whatever these say
-    prior = "gaussian"
-    learn_prior_mean = False
+    _parameter_constraints: dict[str, list] = {
+        **ARCHITECTURE_CONSTRAINTS,
+        **TRAINING_CONSTRAINTS,
+        "conditioning": [StrOptions({"target", "task", "target+task"})],
+        "condition_encoder": ["boolean"],
+        "score_matching": [StrOptions({"auto", *SCORE_MATCHING_METHODS})],
+        "n_projections": [Interval(Integral, 1, None, closed="left")],
+        "coupling_warmup": [Interval(Real, 0, 1, closed="left")],
+        "tnn_hidden": _WIDTHS,
+        "lambda_hidden": _WIDTHS,
+    }
 
     def __init__(
         self,
@@ -660,86 +320,45 @@ class ICaRL(ConditionalVAEEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    # ---------------------------------------------------------- conditioning
-    def _uses_target(self) -> bool:
-        return self.conditioning in ("target", "target+task")
-
-    def _task_mode(self) -> str | None:
-        return "onehot" if self.conditioning in ("task", "target+task") else None
-
     def _desc(self) -> str:
         method = self._resolved_score_matching()
         return f"{type(self).__name__}[{self.conditioning}, {method}]"
 
-    # ---------------------------------------------------------------- params
-    def _validate_params(self) -> None:
-        super()._validate_params()
-        if self.conditioning not in self._CONDITIONINGS:
-            raise ValueError(
-                f"conditioning must be one of {self._CONDITIONINGS} for "
-                f"{type(self).__name__}; got {self.conditioning!r}."
-            )
-        if self.score_matching not in _SCORE_MATCHING_OPTIONS:
-            raise ValueError(
-                f"score_matching must be one of {_SCORE_MATCHING_OPTIONS}; got "
-                f"{self.score_matching!r}."
-            )
-        self._pos_int("n_projections", self.n_projections)
-        w = self.coupling_warmup
-        if not (
-            isinstance(w, (int, float, np.integer, np.floating))
-            and not isinstance(w, bool)
-            and 0 <= w < 1
-        ):
-            raise ValueError(f"coupling_warmup must lie in [0, 1); got {w!r}.")
-        for name in ("tnn_hidden", "lambda_hidden"):
-            widths = _widths(getattr(self, name), name, 1)
-            if any(w < 1 for w in widths):
-                raise ValueError(
-                    f"{name} must hold positive widths (or be 0 / () for none); got "
-                    f"{getattr(self, name)!r}."
-                )
-
     # ----------------------------------------------------------------- hooks
     def _build_module(self, n_features, n_tasks, x_mean, x_scale, y_mean, y_scale):
-        # the shared encoder, decoder and conditioner of the conditional VAEs; the
-        # factorised prior built with them is replaced by the ExpFamPrior
-        vae = super()._build_module(
-            n_features, n_tasks, x_mean, x_scale, y_mean, y_scale
-        )
+        """:class:`~identrep.models.nn.icarl.ICaRLModule`; parameters created in
+        the order prior conditioner, encoder, decoder, encoder conditioner, prior."""
+        cond = self._build_conditioner(n_tasks, y_mean, y_scale)
+        c = cond.out_features
+        encoder = self._build_encoder(n_features, c if self._condition_encoder() else 0)
+        decoder = self._build_decoder(n_features)
+        _skip_linear_init([c, *self._hidden(n_features), int(self.n_latents)])
         enc_cond = None
-        if self.condition_encoder:  # the encoder's own u (own task embedding)
-            enc_cond = Conditioner(
-                self._uses_target(),
-                self._task_mode(),
-                n_tasks=n_tasks,
-                embedding_dim=self._embedding_dim(),
-                y_mean=y_mean,
-                y_scale=y_scale,
-            )
+        if self._condition_encoder():  # the encoder's own u (own task embedding)
+            enc_cond = self._build_conditioner(n_tasks, y_mean, y_scale)
         prior = ExpFamPrior(
-            vae.conditioner.out_features,
+            c,
             int(self.n_latents),
-            tnn_hidden=_widths(self.tnn_hidden, "tnn_hidden", 1),
-            lambda_hidden=_widths(self.lambda_hidden, "lambda_hidden", 2),
+            tnn_hidden=_widths(self.tnn_hidden, 1),
+            lambda_hidden=_widths(self.lambda_hidden, 2),
             activation=self.activation,
         )
         if self._warmup_epochs():
             prior.coupling_scale.zero_()
         return ICaRLModule(
-            vae.encoder,
-            vae.decoder,
+            encoder,
+            decoder,
             prior,
-            vae.conditioner,
+            cond,
             enc_cond,
-            vae.standardize.mean,
-            vae.standardize.scale,
+            torch.as_tensor(x_mean),
+            torch.as_tensor(x_scale),
         )
 
     def _resolved_score_matching(self) -> str:
         if self.score_matching != "auto":
             return self.score_matching
-        depth = len(_widths(self.tnn_hidden, "tnn_hidden", 1))
+        depth = len(_widths(self.tnn_hidden, 1))
         small = int(self.n_latents) <= _AUTO_EXACT_MAX_LATENTS
         return "exact" if depth <= 1 or small else "sliced"
 
@@ -747,14 +366,11 @@ class ICaRL(ConditionalVAEEstimator):
         return math.ceil(float(self.coupling_warmup) * int(self.max_epochs))
 
     def _make_loss(self, n_train: int):
-        method = self._resolved_score_matching()
-        n_proj = int(self.n_projections)
-
-        def loss_fn(module, batch):
-            return icarl_loss(
-                module, batch, score_matching=method, n_projections=n_proj
-            )
-
+        loss_fn = partial(
+            icarl_loss,
+            score_matching=self._resolved_score_matching(),
+            n_projections=int(self.n_projections),
+        )
         n_warm = self._warmup_epochs()
         if not n_warm:
             return loss_fn, None
@@ -799,7 +415,7 @@ class MTICaRL(ICaRL):
         The prior's learned E, rows in the order of ``tasks_``.
     encoder_task_embeddings_ : ndarray of shape (n_tasks, embedding_dim) or None
         The encoder's (None with ``condition_encoder=False``).
-    module_, history_, tasks_, n_tasks_, n_features_in_, fit_seconds_
+    module_, history_, tasks_, n_tasks_, n_latents_, n_features_in_, fit_seconds_
         As in :class:`ICaRL`.
 
     References
@@ -821,7 +437,11 @@ class MTICaRL(ICaRL):
     (5, 2)
     """
 
-    _CONDITIONINGS = ("target+task", "task")
+    _parameter_constraints: dict[str, list] = {
+        **ICaRL._parameter_constraints,
+        "conditioning": [StrOptions({"target+task", "task"})],
+        "embedding_dim": [Interval(Integral, 1, None, closed="left"), None],
+    }
 
     def __init__(
         self,
@@ -885,11 +505,6 @@ class MTICaRL(ICaRL):
 
     def _embedding_dim(self) -> int:
         return int(self.n_latents if self.embedding_dim is None else self.embedding_dim)
-
-    def _validate_params(self) -> None:
-        super()._validate_params()
-        if self.embedding_dim is not None:
-            self._pos_int("embedding_dim", self.embedding_dim)
 
     def _set_fitted(self, data: MultiTaskArrays) -> None:
         super()._set_fitted(data)

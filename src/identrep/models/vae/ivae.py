@@ -1,4 +1,4 @@
-"""iVAE (Khemakhem et al., 2020), MT-iVAE (Chen et al., 2024) and a plain VAE.
+"""iVAE (Khemakhem et al., 2020) and MT-iVAE (Chen et al., 2024).
 
 The identifiable VAE observes an auxiliary variable u and models
 
@@ -20,7 +20,7 @@ How u is built (``conditioning``):
   environment label); ``"target+task"`` u = [y, one-hot task].
 * :class:`MTIVAE`: the task enters through a learnable embedding ``E_t``:
   ``"target+task"`` (default) u = [y, E_t]; ``"task"`` u = E_t.
-* :class:`VAE`: no u.
+* :class:`~identrep.models.vae.VAE` (its own module): no u.
 
 The targets are standardised (pooled over tasks) before they enter u, and the
 inputs are standardised before the encoder; both maps live in ``module_``.
@@ -28,155 +28,32 @@ inputs are standardised before the encoder; both maps live in ``module_``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from numbers import Integral
 
-import numpy as np
-import torch
-from torch import Tensor, nn
+from torch import nn
 
 from identrep._typing import Seed
+from identrep.models.nn.vae import ConditionalPrior
 from identrep.models.vae._base import (
-    ConditionalVAE,
-    ConditionalVAEEstimator,
-    VAEBatch,
-    gaussian_log_prob,
-    neg_elbo_loss,
+    ARCHITECTURE_CONSTRAINTS,
+    ELBO_CONSTRAINTS,
+    TRAINING_CONSTRAINTS,
+    check_elbo_weights,
 )
+from identrep.models.vae._conditional import ConditionalVAEEstimator
+from identrep.models.vae._elbo import aggregate_posterior_log_probs, weighted_elbo_loss
+from identrep.models.vae._objectives import make_elbo_objective
+from identrep.utils._param_validation import Interval, StrOptions
 from identrep.utils.validation import MultiTaskArrays
 
 __all__ = [
     "IVAE",
     "MTIVAE",
-    "VAE",
+    # the weighted objective's terms, defined in identrep.models.vae._elbo
     "aggregate_posterior_log_probs",
     "weighted_elbo_loss",
 ]
-
-_OBJECTIVES = ("elbo", "weighted")
-_PAPER_WEIGHTS = (100.0, 1.0, 0.0, 10.0)
-
-
-# =========================================================== pure functions
-def aggregate_posterior_log_probs(
-    z: Tensor, mean: Tensor, log_var: Tensor, n_data: int
-) -> tuple[Tensor, Tensor]:
-    """Minibatch-weighted-sampling estimates of log q(z) and sum_k log q(z_k).
-
-    With a minibatch of B encoder distributions q(z | x_j) (``mean``, ``log_var``)
-    from a data set of ``n_data`` samples, the aggregate posterior at each sample
-    ``z_i`` is estimated as (Chen et al., 2018, beta-TCVAE)::
-
-        log q(z_i)   ~ logsumexp_j log q(z_i | x_j)           - log(n_data * B)
-        log q(z_ik)  ~ logsumexp_j log q(z_ik | x_j)          - log(n_data * B)
-
-    Parameters
-    ----------
-    z, mean, log_var : Tensor of shape (B, n_latents)
-    n_data : int
-        Training-set size N.
-
-    Returns
-    -------
-    log_qz : Tensor of shape (B,)
-    log_qz_product : Tensor of shape (B,)
-        ``sum_k log q(z_ik)``.
-    """
-    # (B_i, B_j, d): log q(z_ik | x_j)
-    lp = -0.5 * (
-        math.log(2.0 * math.pi)
-        + log_var[None]
-        + (z[:, None, :] - mean[None]).square() * torch.exp(-log_var[None])
-    )
-    log_norm = math.log(float(n_data) * z.shape[0])
-    log_qz = torch.logsumexp(lp.sum(-1), dim=1) - log_norm
-    log_qz_prod = (torch.logsumexp(lp, dim=1) - log_norm).sum(-1)
-    return log_qz, log_qz_prod
-
-
-def weighted_elbo_loss(
-    module: ConditionalVAE,
-    batch: VAEBatch,
-    *,
-    weights: Sequence[float],
-    n_data: int,
-) -> tuple[Tensor, int]:
-    """The iVAE authors' weighted, TC-decomposed objective (negated, batch mean).
-
-    With one sample z ~ q(z | x, u) and the estimates of
-    :func:`aggregate_posterior_log_probs`, the per-sample objective is::
-
-        a log p(x | z) - b [log q(z | x, u) - log q(z)]
-                       - c [log q(z) - sum_k log q(z_k)]
-                       - d [sum_k log q(z_k) - log p(z | u)],
-
-    the reconstruction, index-code mutual information, total correlation and
-    dimension-wise KL terms. With ``a = b = c = d = 1`` the aggregate-posterior
-    terms cancel and it is the one-sample ELBO. The authors' iVAE config uses
-    ``(a, b, c, d) = (100, 1, 0, 10)``; the estimate is biased for small batches.
-
-    Parameters
-    ----------
-    module : ConditionalVAE
-    batch : VAEBatch
-    weights : (a, b, c, d)
-    n_data : int
-        Training-set size N.
-
-    Returns
-    -------
-    loss : Tensor, scalar
-    n : int
-    """
-    a, b, c, d = (float(w) for w in weights)
-    out = module(batch.x, batch.y, batch.task)
-    log_px = gaussian_log_prob(out.x, out.x_mean, out.x_log_var)
-    log_qz_x = gaussian_log_prob(out.z, out.z_mean, out.z_log_var)
-    log_pz = module.prior.log_prob(out.z, out.prior_mean, out.prior_log_var)
-    log_qz, log_qz_prod = aggregate_posterior_log_probs(
-        out.z, out.z_mean, out.z_log_var, n_data
-    )
-    obj = (
-        a * log_px
-        - b * (log_qz_x - log_qz)
-        - c * (log_qz - log_qz_prod)
-        - d * (log_qz_prod - log_pz)
-    )
-    return -obj.mean(), batch.x.shape[0]
-
-
-class _WeightedObjective:
-    """Training loss: weighted objective (optionally annealed); validation: -ELBO.
-
-    ``fit_module`` puts the module in train mode for optimisation steps and in eval
-    mode for validation, so early stopping and model selection always use the
-    plain negative ELBO, whatever the training weights. With ``anneal`` the
-    weights move linearly from ``weights`` (epoch 1) to (1, 1, 1, 1) over the
-    first ``ceil(max_epochs / 1.6)`` epochs, then stay at the plain ELBO; the
-    epoch counter is advanced by :meth:`step` (the ``post_epoch`` hook).
-    """
-
-    def __init__(self, weights, n_data: int, anneal: bool, max_epochs: int):
-        self.weights = tuple(float(w) for w in weights)
-        self.n_data, self.anneal = int(n_data), bool(anneal)
-        self.n_anneal = max(math.ceil(max_epochs / 1.6), 1)
-        self.epoch = 0
-
-    def current_weights(self) -> tuple[float, ...]:
-        if not self.anneal:
-            return self.weights
-        frac = min(self.epoch / self.n_anneal, 1.0)
-        return tuple(w + frac * (1.0 - w) for w in self.weights)
-
-    def __call__(self, module, batch):
-        if not module.training:
-            return neg_elbo_loss(module, batch)
-        return weighted_elbo_loss(
-            module, batch, weights=self.current_weights(), n_data=self.n_data
-        )
-
-    def step(self, module) -> None:
-        self.epoch += 1
 
 
 # =============================================================== estimators
@@ -262,7 +139,12 @@ class IVAE(ConditionalVAEEstimator):
     tasks_ : ndarray of shape (n_tasks,)
         Task labels seen in fit (one task ``[0]`` when fitted without task ids).
     n_tasks_ : int
+    n_latents_ : int
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when ``X`` had string column names.
+    device_, dtype_
+        The resolved torch device and dtype.
     fit_seconds_ : float
 
     Notes
@@ -295,7 +177,14 @@ class IVAE(ConditionalVAEEstimator):
     (200, 2)
     """
 
-    _CONDITIONINGS = ("target", "task", "target+task")
+    _parameter_constraints: dict[str, list] = {
+        **ARCHITECTURE_CONSTRAINTS,
+        **ELBO_CONSTRAINTS,
+        **TRAINING_CONSTRAINTS,
+        "conditioning": [StrOptions({"target", "task", "target+task"})],
+        "learn_prior_mean": ["boolean"],
+        "condition_encoder": ["boolean"],
+    }
 
     def __init__(
         self,
@@ -350,49 +239,23 @@ class IVAE(ConditionalVAEEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    # ---------------------------------------------------------- conditioning
-    def _uses_target(self) -> bool:
-        return self.conditioning in ("target", "target+task")
+    def _build_prior(self, cond_features: int, n_features: int) -> nn.Module:
+        return ConditionalPrior(
+            cond_features,
+            int(self.n_latents),
+            self._hidden(n_features),
+            self.activation,
+            learn_mean=bool(self.learn_prior_mean),
+            dist=self.prior,
+        )
 
-    def _task_mode(self) -> str | None:
-        return "onehot" if self.conditioning in ("task", "target+task") else None
-
-    # ---------------------------------------------------------------- params
-    def _validate_params(self) -> None:
-        super()._validate_params()
-        if self.conditioning not in self._CONDITIONINGS:
-            raise ValueError(
-                f"conditioning must be one of {self._CONDITIONINGS} for "
-                f"{type(self).__name__}; got {self.conditioning!r}."
-            )
-        if self.objective not in _OBJECTIVES:
-            raise ValueError(
-                f"objective must be one of {_OBJECTIVES}; got {self.objective!r}."
-            )
-        if self.elbo_weights is not None:
-            w = np.asarray(self.elbo_weights, dtype=object)
-            ok = w.shape == (4,) and all(
-                isinstance(v, (int, float, np.integer, np.floating))
-                and not isinstance(v, bool)
-                and np.isfinite(v)
-                and v >= 0
-                for v in w
-            )
-            if not ok:
-                raise ValueError(
-                    "elbo_weights must be four non-negative numbers (a, b, c, d); "
-                    f"got {self.elbo_weights!r}."
-                )
+    def _check_param_combinations(self) -> None:
+        check_elbo_weights(self)
 
     def _make_loss(self, n_train: int):
-        if self.objective == "elbo":
-            return neg_elbo_loss, None
-        weights = _PAPER_WEIGHTS if self.elbo_weights is None else self.elbo_weights
-        obj = _WeightedObjective(weights, n_train, self.anneal, int(self.max_epochs))
-        return obj, obj.step
-
-    def _desc(self) -> str:
-        return f"{type(self).__name__}[{self.conditioning}]"
+        return make_elbo_objective(
+            self.objective, self.elbo_weights, self.anneal, self.max_epochs, n_train
+        )
 
 
 class MTIVAE(IVAE):
@@ -418,7 +281,7 @@ class MTIVAE(IVAE):
     ----------
     task_embeddings_ : ndarray of shape (n_tasks, embedding_dim)
         The learned E, rows in the order of ``tasks_``.
-    module_, history_, tasks_, n_tasks_, n_features_in_, fit_seconds_
+    module_, history_, tasks_, n_tasks_, n_latents_, n_features_in_, fit_seconds_
         As in :class:`IVAE`.
 
     References
@@ -440,7 +303,11 @@ class MTIVAE(IVAE):
     (5, 2)
     """
 
-    _CONDITIONINGS = ("target+task", "task")
+    _parameter_constraints: dict[str, list] = {
+        **IVAE._parameter_constraints,
+        "conditioning": [StrOptions({"target+task", "task"})],
+        "embedding_dim": [Interval(Integral, 1, None, closed="left"), None],
+    }
 
     def __init__(
         self,
@@ -505,102 +372,6 @@ class MTIVAE(IVAE):
     def _embedding_dim(self) -> int:
         return int(self.n_latents if self.embedding_dim is None else self.embedding_dim)
 
-    def _validate_params(self) -> None:
-        super()._validate_params()
-        if self.embedding_dim is not None:
-            self._pos_int("embedding_dim", self.embedding_dim)
-
     def _set_fitted(self, data: MultiTaskArrays) -> None:
         emb: nn.Embedding = self.module_.conditioner.embedding
         self.task_embeddings_ = emb.weight.detach().cpu().double().numpy()
-
-
-class VAE(IVAE):
-    """Plain VAE: the :class:`IVAE` machinery with a fixed prior p(z) = N(0, I).
-
-    No auxiliary variable: the encoder is q(z | x) and ``fit(X)`` /
-    ``transform(X)`` need no targets or tasks (they are accepted and ignored). The
-    comparator that shows what conditioning buys: with a Gaussian prior the ELBO is
-    invariant to rotations of z, so the latents are not identified.
-
-    Parameters
-    ----------
-    n_latents : int, default=10
-    **other parameters
-        As in :class:`IVAE` (``prior="laplace"`` gives a fixed Laplace prior with
-        unit variance).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from identrep.models.vae import VAE
-    >>> X = np.random.default_rng(0).normal(size=(100, 4))
-    >>> VAE(n_latents=2, max_epochs=2, random_state=0).fit(X).transform(X).shape
-    (100, 2)
-    """
-
-    conditioning = "none"
-    learn_prior_mean = False
-    condition_encoder = False
-
-    def __init__(
-        self,
-        n_latents: int = 10,
-        *,
-        encoder: str = "mlp",
-        decoder: str | None = None,
-        hidden_sizes: Sequence[int] | None = None,
-        activation: str = "leaky_relu",
-        prior: str = "gaussian",
-        decoder_var: float | str = 0.01,
-        objective: str = "elbo",
-        elbo_weights: Sequence[float] | None = None,
-        anneal: bool = False,
-        lr: float = 1e-3,
-        lr_schedule: str | None = None,
-        batch_size: int = 512,
-        max_epochs: int = 100,
-        patience: int | None = 10,
-        val_fraction: float = 0.1,
-        grad_clip: float | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        random_state: Seed = None,
-        verbose: bool = False,
-    ):
-        self.n_latents = n_latents
-        self.encoder = encoder
-        self.decoder = decoder
-        self.hidden_sizes = hidden_sizes
-        self.activation = activation
-        self.prior = prior
-        self.decoder_var = decoder_var
-        self.objective = objective
-        self.elbo_weights = elbo_weights
-        self.anneal = anneal
-        self.lr = lr
-        self.lr_schedule = lr_schedule
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.patience = patience
-        self.val_fraction = val_fraction
-        self.grad_clip = grad_clip
-        self.device = device
-        self.dtype = dtype
-        self.random_state = random_state
-        self.verbose = verbose
-
-    _CONDITIONINGS = ("none",)
-
-    def _uses_target(self) -> bool:
-        return False
-
-    def _task_mode(self) -> str | None:
-        return None
-
-    def _check_fit_data(self, X, y, task_ids):
-        # targets and tasks play no role: validate X alone
-        return super()._check_fit_data(X, None, None)
-
-    def _desc(self) -> str:
-        return "VAE"

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
 from sklearn.base import clone
 
 from identrep.datasets import make_segment_sources
-from identrep.exceptions import DataError, NotFittedError
+from identrep.exceptions import DataError, InvalidParameterError, NotFittedError
+from identrep.models.nn.icarl import ExpFamPrior
 from identrep.models.vae import ICaRL, MTICaRL
-from identrep.models.vae._base import VAEBatch
+from identrep.models.vae._elbo import VAEBatch
+from identrep.models.vae._icarl_loss import expfam_score_matching, icarl_loss_terms
 from identrep.models.vae._score_matching import (
     hyvarinen_score_matching,
     score_and_hessian_diagonal,
 )
-from identrep.models.vae.icarl import ExpFamPrior, icarl_loss_terms
 
 FAST = dict(max_epochs=2, batch_size=64)
 
@@ -82,16 +85,16 @@ def test_prior_sliced_equals_exact_for_scaled_basis_projections():
         torch.randn(5, 3, dtype=torch.float64),
         torch.randn(5, 2, dtype=torch.float64),
     )
-    exact = prior.score_matching(z, u, method="exact")
+    exact = expfam_score_matching(prior, z, u, method="exact")
     basis = 3**0.5 * torch.eye(3, dtype=z.dtype)[:, None, :].expand(3, 5, 3)
-    sliced = prior.score_matching(z, u, method="sliced", projections=basis)
+    sliced = expfam_score_matching(prior, z, u, method="sliced", projections=basis)
     torch.testing.assert_close(sliced, exact, atol=1e-10, rtol=0)
     _, s, h = prior.score_and_hessian_diagonal(z, u)
     torch.testing.assert_close(exact, hyvarinen_score_matching(s, h))
     with pytest.raises(ValueError, match="needs projections"):
-        prior.score_matching(z, u, method="sliced")
+        expfam_score_matching(prior, z, u, method="sliced")
     with pytest.raises(ValueError, match="method must be one of"):
-        prior.score_matching(z, u, method="denoising")
+        expfam_score_matching(prior, z, u, method="denoising")
 
 
 def test_prior_fitted_by_score_matching_recovers_correlated_gaussians(seed):
@@ -131,7 +134,7 @@ def test_prior_fitted_by_score_matching_recovers_correlated_gaussians(seed):
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, n_steps)
     for _ in range(n_steps):
         opt.zero_grad()
-        prior.score_matching(draw(), U).mean().backward()
+        expfam_score_matching(prior, draw(), U).mean().backward()
         opt.step()
         sched.step()
     Z = draw().requires_grad_(True)
@@ -354,35 +357,60 @@ def test_bad_inputs(data):
         m.transform(X, y)
     with pytest.raises(DataError, match="needs y"):
         m.transform(X, task_ids=t)
-    with pytest.raises(ValueError, match="n_features_in_=3"):
+    with pytest.raises(DataError, match="is expecting 3 features as input"):
         m.transform(X[:, :2], y, task_ids=t)
     with pytest.raises(DataError, match="non-finite"):
         m.transform(np.where(X > 1, np.inf, X), y, task_ids=t)
 
 
+_WIDTHS = "an int in the range [0, inf) or a sequence of an int in the range [1, inf)"
+
+
 @pytest.mark.parametrize(
-    "params, match",
+    "params, allowed",
     [
-        (dict(score_matching="denoising"), "score_matching must be one of"),
-        (dict(n_projections=0), "n_projections must be a positive integer"),
-        (dict(tnn_hidden=(8, -1)), "tnn_hidden must hold positive widths"),
-        (dict(lambda_hidden=-3), "lambda_hidden must hold positive widths"),
-        (dict(conditioning="target+task+env"), "conditioning must be one of"),
-        (dict(n_latents=0), "n_latents must be a positive integer"),
-        (dict(decoder_var=-1.0), "decoder_var"),
-        (dict(coupling_warmup=1.0), "coupling_warmup must lie in"),
-        (dict(coupling_warmup=-0.1), "coupling_warmup must lie in"),
+        (dict(score_matching="denoising"), "a str among {'auto', 'exact', 'sliced'}"),
+        (dict(n_projections=0), "an int in the range [1, inf)"),
+        (dict(tnn_hidden=(8, -1)), _WIDTHS),
+        (dict(tnn_hidden=2.5), _WIDTHS),
+        (dict(lambda_hidden=-3), _WIDTHS),
+        (
+            dict(conditioning="target+task+env"),
+            "a str among {'target', 'target+task', 'task'}",
+        ),
+        (dict(n_latents=0), "an int in the range [1, inf)"),
+        (
+            dict(decoder_var=-1.0),
+            "a float in the range (0, inf) or a str among {'learned'}",
+        ),
+        (dict(coupling_warmup=1.0), "a float in the range [0, 1)"),
+        (dict(coupling_warmup=-0.1), "a float in the range [0, 1)"),
+        (dict(condition_encoder=None), "a bool"),
     ],
 )
-def test_bad_hyperparameters(data, params, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_hyperparameters(data, params, allowed):
+    ((name, value),) = params.items()
+    msg = f"The {name!r} parameter of ICaRL must be {allowed}; got {value!r}."
+    with pytest.raises(InvalidParameterError, match=f"^{re.escape(msg)}$"):
         ICaRL(**params).fit(data.X, data.y)
 
 
-def test_bad_hyperparameter_types(data):
-    with pytest.raises(TypeError, match="tnn_hidden must be an int or a sequence"):
-        ICaRL(tnn_hidden=2.5).fit(data.X, data.y)
-    with pytest.raises(ValueError, match="conditioning must be one of"):
+def test_bad_mticarl_hyperparameters(data):
+    msg = (
+        "The 'conditioning' parameter of MTICaRL must be a str among "
+        "{'target+task', 'task'}; got 'target'."
+    )
+    with pytest.raises(InvalidParameterError, match=f"^{re.escape(msg)}$"):
         MTICaRL(conditioning="target").fit(data.X, data.y, task_ids=data.task_ids)
-    with pytest.raises(ValueError, match="embedding_dim must be a positive integer"):
+    msg = (
+        "The 'embedding_dim' parameter of MTICaRL must be an int in the range "
+        "[1, inf) or None; got 0."
+    )
+    with pytest.raises(InvalidParameterError, match=f"^{re.escape(msg)}$"):
         MTICaRL(embedding_dim=0).fit(data.X, data.y, task_ids=data.task_ids)
+
+
+def test_icarl_has_no_factorised_prior_parameters():
+    params = ICaRL().get_params()
+    assert "prior" not in params and "learn_prior_mean" not in params
+    assert not hasattr(ICaRL, "prior") and not hasattr(ICaRL, "learn_prior_mean")

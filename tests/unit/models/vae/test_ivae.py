@@ -1,9 +1,10 @@
-"""Unit tests of the conditional-VAE baselines (models/vae/{_base,ivae}.py) and
-the segment process (datasets/segments.py)."""
+"""Unit tests of the VAE family's ELBO terms (models/vae/_elbo.py), modules
+(models/nn/vae.py) and the VAE and iVAE estimators (models/vae/{vae,ivae}.py)."""
 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -12,27 +13,29 @@ from sklearn.base import clone
 from torch.distributions import Laplace, Normal, kl_divergence
 
 from identrep.datasets import make_segment_sources
-from identrep.exceptions import DataError, NotFittedError
-from identrep.models.vae import IVAE, MTIVAE, VAE
-from identrep.models.vae._base import (
+from identrep.exceptions import DataError, InvalidParameterError, NotFittedError
+from identrep.models.nn.vae import (
     ConditionalPrior,
     ConditionalVAE,
     Conditioner,
     GaussianDecoder,
     GaussianEncoder,
+    soft_clamp,
+)
+from identrep.models.vae import IVAE, MTIVAE, VAE
+from identrep.models.vae._elbo import (
     VAEBatch,
+    aggregate_posterior_log_probs,
     gaussian_log_prob,
     kl_diag_gaussians,
     laplace_log_prob,
     neg_elbo_loss,
+    prior_log_prob,
     reparameterize,
-    soft_clamp,
-)
-from identrep.models.vae.ivae import (
-    _WeightedObjective,
-    aggregate_posterior_log_probs,
+    vae_pass,
     weighted_elbo_loss,
 )
+from identrep.models.vae._objectives import WeightedObjective
 
 FAST = dict(max_epochs=3, batch_size=64)
 
@@ -119,6 +122,18 @@ def test_kl_of_diagonal_gaussians_matches_torch_distributions(seed, dtype):
     )
 
 
+def test_prior_log_prob_dispatches_on_the_family(seed):
+    g = torch.Generator().manual_seed(seed)
+    z, mean, log_var = (torch.randn(4, 3, generator=g) for _ in range(3))
+    torch.testing.assert_close(
+        prior_log_prob("gaussian", z, mean, log_var),
+        gaussian_log_prob(z, mean, log_var),
+    )
+    torch.testing.assert_close(
+        prior_log_prob("laplace", z, mean, log_var), laplace_log_prob(z, mean, log_var)
+    )
+
+
 def test_reparameterize(seed):
     g = torch.Generator().manual_seed(seed)
     mean, log_var, eps = (torch.randn(5, 3, generator=g) for _ in range(3))
@@ -189,6 +204,22 @@ def test_neg_elbo_by_hand(seed):
     torch.testing.assert_close(loss, (kl.sum(-1) - rec).mean())
 
 
+def test_vae_pass_is_one_sample_through_the_module_parts(seed):
+    net, batch = _module(seed), _batch(seed)
+    torch.manual_seed(seed)
+    out = vae_pass(net, batch)
+    torch.manual_seed(seed)
+    u = net.conditioner(batch.y, batch.task)
+    m, lv = net.encoder(batch.x, u)  # x_mean 0, x_scale 1: standardising is a no-op
+    eps = torch.randn_like(m)
+    torch.testing.assert_close(out.z, m + torch.exp(0.5 * lv) * eps)
+    torch.testing.assert_close(out.x_mean, net.decoder(out.z)[0])
+    torch.testing.assert_close(out.prior_log_var, net.prior(u)[1])
+    # forward (= encode) returns the encoder's parameters, never a sample
+    torch.testing.assert_close(net(batch.x, batch.y, batch.task)[0], m)
+    torch.testing.assert_close(net.encode(batch.x, batch.y, batch.task)[1], lv)
+
+
 def test_analytic_and_sampled_kl_agree_in_expectation(seed):
     net = _module(seed)
     x = torch.randn(1, 4, dtype=torch.float64).expand(40_000, 4)
@@ -205,7 +236,7 @@ def test_analytic_and_sampled_kl_agree_in_expectation(seed):
 
 
 def test_annealed_weights_reach_the_elbo_and_validation_uses_the_elbo(seed):
-    obj = _WeightedObjective((100, 1, 0, 10), n_data=100, anneal=True, max_epochs=16)
+    obj = WeightedObjective((100, 1, 0, 10), n_data=100, anneal=True, max_epochs=16)
     assert obj.current_weights() == (100, 1, 0, 10)
     for _ in range(5):
         obj.step(None)
@@ -432,53 +463,84 @@ def test_clone_and_params():
 # ---------------------------------------------------------------- validation
 
 
+_POS_INT = "an int in the range [1, inf)"
+_POS_FLOAT = "a float in the range (0, inf)"
+
+
 @pytest.mark.parametrize(
-    ("kwargs", "exc", "match"),
+    ("kwargs", "allowed"),
     [
-        ({"n_latents": 0}, ValueError, "n_latents must be a positive integer"),
-        ({"batch_size": 0}, ValueError, "batch_size must be a positive integer"),
-        ({"max_epochs": 1.5}, ValueError, "max_epochs must be a positive integer"),
-        ({"patience": 0}, ValueError, "patience must be a positive integer"),
-        ({"conditioning": "segment"}, ValueError, "conditioning must be one of"),
-        ({"encoder": "cnn"}, ValueError, "encoder must be one of"),
-        ({"decoder": "cnn"}, ValueError, "decoder must be one of"),
-        ({"prior": "student"}, ValueError, "prior must be one of"),
-        ({"decoder_var": 0.0}, ValueError, "decoder_var .* must be a positive number"),
+        ({"n_latents": 0}, _POS_INT),
+        ({"batch_size": 0}, _POS_INT),
+        ({"max_epochs": 1.5}, _POS_INT),
+        ({"patience": 0}, f"{_POS_INT} or None"),
         (
-            {"decoder_var": "fixed"},
-            ValueError,
-            "decoder_var must be a positive number or 'learned'",
+            {"conditioning": "segment"},
+            "a str among {'target', 'target+task', 'task'}",
         ),
-        ({"objective": "iwae"}, ValueError, "objective must be one of"),
+        ({"encoder": "cnn"}, "a str among {'linear', 'mlp'}"),
+        ({"decoder": "cnn"}, "a str among {'linear', 'mlp'} or None"),
+        ({"prior": "student"}, "a str among {'gaussian', 'laplace'}"),
+        ({"decoder_var": 0.0}, f"{_POS_FLOAT} or a str among {{'learned'}}"),
+        ({"decoder_var": "fixed"}, f"{_POS_FLOAT} or a str among {{'learned'}}"),
+        ({"decoder_var": math.inf}, f"{_POS_FLOAT} or a str among {{'learned'}}"),
+        ({"objective": "iwae"}, "a str among {'elbo', 'weighted'}"),
         (
-            {"elbo_weights": (1, 1, 1)},
-            ValueError,
-            "elbo_weights must be four non-negative",
+            {"elbo_weights": (1, -1, 1, 1)},
+            "a sequence of a float in the range [0, inf) or None",
         ),
-        ({"elbo_weights": (1, -1, 1, 1)}, ValueError, "elbo_weights must be four"),
-        ({"lr": -1.0}, ValueError, "lr must be a positive number"),
-        ({"lr_schedule": "step"}, ValueError, "lr_schedule must be None or 'cosine'"),
-        ({"val_fraction": 1.0}, ValueError, r"val_fraction must lie in \[0, 1\)"),
-        ({"grad_clip": 0.0}, ValueError, "grad_clip .* must be a positive number"),
-        ({"hidden_sizes": "64"}, TypeError, "hidden_sizes must be a sequence"),
-        ({"hidden_sizes": (8, 0)}, ValueError, "each of hidden_sizes must be a pos"),
-        ({"activation": "swish"}, ValueError, "activation must be one of"),
-        ({"dtype": "float16"}, ValueError, "dtype must be 'float32' or 'float64'"),
+        (
+            {"elbo_weights": (1, 1, 1, math.inf)},
+            "a sequence of a float in the range [0, inf) or None",
+        ),
+        ({"lr": -1.0}, _POS_FLOAT),
+        ({"lr_schedule": "step"}, "a str among {'cosine'} or None"),
+        ({"val_fraction": 1.0}, "a float in the range [0, 1)"),
+        ({"grad_clip": 0.0}, f"{_POS_FLOAT} or None"),
+        ({"hidden_sizes": "64"}, f"a sequence of {_POS_INT} or None"),
+        ({"hidden_sizes": (8, 0)}, f"a sequence of {_POS_INT} or None"),
+        (
+            {"activation": "swish"},
+            "a str among {'elu', 'gelu', 'leaky_relu', 'relu', 'silu', 'tanh'}",
+        ),
+        ({"dtype": "float16"}, "'float32' or 'float64' (or the torch dtype)"),
+        ({"learn_prior_mean": "yes"}, "a bool"),
     ],
 )
-def test_invalid_hyperparameters(data, kwargs, exc, match):
-    with pytest.raises(exc, match=match):
+def test_invalid_hyperparameters(data, kwargs, allowed):
+    ((name, value),) = kwargs.items()
+    msg = f"The {name!r} parameter of IVAE must be {allowed}; got {value!r}."
+    with pytest.raises(InvalidParameterError, match=f"^{re.escape(msg)}$"):
         IVAE(**{"n_latents": 2, **FAST, **kwargs}).fit(
             data.X, data.y, task_ids=data.task_ids
         )
 
 
+@pytest.mark.parametrize("weights", [(1, 1, 1), [1] * 5])
+@pytest.mark.parametrize("cls", [IVAE, VAE])
+def test_elbo_weights_are_four_numbers(data, cls, weights):
+    msg = (
+        f"The 'elbo_weights' parameter of {cls.__name__} must be four "
+        f"non-negative floats (a, b, c, d) or None; got {weights!r}."
+    )
+    with pytest.raises(InvalidParameterError, match=f"^{re.escape(msg)}$"):
+        cls(elbo_weights=weights, **FAST).fit(data.X, data.y, task_ids=data.task_ids)
+
+
 def test_invalid_mtivae_hyperparameters(data):
-    with pytest.raises(ValueError, match="conditioning must be one of .* for MTIVAE"):
+    msg = (
+        "The 'conditioning' parameter of MTIVAE must be a str among "
+        "{'target+task', 'task'}; got 'target'."
+    )
+    with pytest.raises(InvalidParameterError, match=f"^{re.escape(msg)}$"):
         MTIVAE(conditioning="target", **FAST).fit(
             data.X, data.y, task_ids=data.task_ids
         )
-    with pytest.raises(ValueError, match="embedding_dim must be a positive integer"):
+    msg = (
+        "The 'embedding_dim' parameter of MTIVAE must be an int in the range "
+        "[1, inf) or None; got 0."
+    )
+    with pytest.raises(InvalidParameterError, match=f"^{re.escape(msg)}$"):
         MTIVAE(embedding_dim=0, **FAST).fit(data.X, data.y, task_ids=data.task_ids)
 
 
@@ -499,7 +561,11 @@ def test_invalid_data(data):
         m.fit(data.X, data.y[:-1], task_ids=data.task_ids)
     with pytest.raises(DataError, match=r"task_ids must have shape \(240,\)"):
         m.fit(data.X, data.y, task_ids=data.task_ids[:-1])
-    with pytest.raises(DataError, match="conditions on the target: pass y"):
+    with pytest.raises(
+        DataError,
+        match="IVAE conditions on the target: it requires y to be passed, but the "
+        r"target y is None\. Pass y of shape \(n_samples,\)",
+    ):
         m.fit(data.X)
     with pytest.raises(DataError, match="conditions on the task: pass task_ids"):
         IVAE(conditioning="task", **FAST).fit(data.X)
@@ -508,7 +574,11 @@ def test_invalid_data(data):
 def test_unfitted_and_mismatched_inputs(fitted, data):
     with pytest.raises(NotFittedError, match="not fitted yet"):
         IVAE().transform(data.X, data.y)
-    with pytest.raises(ValueError, match="n_features_in_=4"):
+    with pytest.raises(
+        DataError,
+        match=r"^X has 3 features, but IVAE is expecting 4 features as input "
+        r"\(n_features_in_=4\)\.$",
+    ):
         fitted.transform(data.X[:, :3], data.y)
     with pytest.raises(DataError, match="transform needs y"):
         fitted.transform(data.X)
