@@ -28,7 +28,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 from torch import nn
@@ -38,7 +37,7 @@ from identrep.training.loop import IndexBatches, fit_module, split_within_tasks
 from identrep.utils._param_validation import validate_parameter_constraints
 from identrep.utils.seeding import check_random_state, torch_seed_from
 from identrep.utils.torch import resolve_device, resolve_dtype
-from identrep.utils.validation import check_array
+from identrep.utils.validation import check_array, check_input_kind
 
 __all__ = ["IdentrepEstimator", "TaskTargetsMixin", "TorchEstimatorMixin"]
 
@@ -53,48 +52,6 @@ def _feature_names(X) -> np.ndarray | None:
     if names.size and all(isinstance(c, str) for c in names):
         return names
     return None
-
-
-def _shape_and_dtype(X) -> tuple[tuple | None, np.dtype | None]:
-    """Shape and dtype of an array-like without converting arrays or DataFrames
-    (a DataFrame has no single dtype: None)."""
-    if hasattr(X, "shape"):
-        return tuple(X.shape), getattr(X, "dtype", None)
-    try:
-        a = np.asarray(X)
-    except Exception:  # ragged lists etc.: the full check reports them
-        return None, None
-    return a.shape, a.dtype
-
-
-def _check_input_kind(X, name: str, cls: str, *, min_samples: int = 0) -> None:
-    """Refuse sparse and complex input, and (with ``min_samples``) too few rows or
-    no columns, in scikit-learn's wording, before the full array check."""
-    if sp.issparse(X):
-        raise TypeError(
-            f"{cls} does not accept sparse input: {name} is a "
-            f"{type(X).__name__}. Convert it with {name}.toarray() (dense data is "
-            "required)."
-        )
-    shape, dtype = _shape_and_dtype(X)
-    if dtype is not None and np.dtype(dtype).kind == "c":
-        raise DataError(
-            f"Complex data not supported: {name} has dtype {dtype}; {cls} needs "
-            "real-valued input (take the real part or split real and imaginary "
-            "parts into columns)."
-        )
-    if not min_samples or shape is None or len(shape) != 2:
-        return
-    if shape[0] < min_samples:
-        raise DataError(
-            f"Found array with {shape[0]} sample(s) (shape={shape}) while a minimum "
-            f"of {min_samples} is required by {cls}."
-        )
-    if shape[1] < 1:
-        raise DataError(
-            f"Found array with 0 feature(s) (shape={shape}) while a minimum of 1 is "
-            f"required by {cls}."
-        )
 
 
 def _feature_names_message(fitted, given, name: str, cls: str) -> str:
@@ -153,7 +110,7 @@ class IdentrepEstimator(TransformerMixin, BaseEstimator):
         """First checks of ``fit``'s ``X`` (before the full data check): dense,
         real-valued, at least ``min_samples`` rows and one column, each refused in
         scikit-learn's wording."""
-        _check_input_kind(X, "X", type(self).__name__, min_samples=min_samples)
+        check_input_kind(X, "X", type(self).__name__, min_samples=min_samples)
 
     def _record_features(self, X_raw: Any, n_features: int) -> None:
         """Set ``n_features_in_`` and, for a DataFrame with string column names,
@@ -211,14 +168,7 @@ class IdentrepEstimator(TransformerMixin, BaseEstimator):
         self._check_fitted()
         if check_names:
             self._check_feature_names(X, name)
-        _check_input_kind(X, name, type(self).__name__)
-        if getattr(X, "ndim", 2) == 1:
-            raise DataError(
-                f"{name} must be a 2-D array of shape (n_samples, n_features); got a "
-                f"1-D array of shape {X.shape}. Reshape your data with "
-                "X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a "
-                "single sample."
-            )
+        check_input_kind(X, name, type(self).__name__)
         X = check_array(X, name)
         if X.shape[1] != self.n_features_in_:
             cls = type(self).__name__

@@ -18,12 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from identrep.exceptions import DataError
 
 __all__ = [
     "MultiTaskArrays",
     "check_array",
+    "check_input_kind",
     "check_multitask",
     "check_task_ids",
     "encode_task_ids",
@@ -42,6 +44,59 @@ def _first_bad(mask: np.ndarray) -> str:
     if idx.size == 1:
         return f"index {int(idx[0])}"
     return f"row {int(idx[0])}, column {int(idx[1])}"
+
+
+def _shape_and_dtype(X) -> tuple[tuple | None, np.dtype | None]:
+    """Shape and dtype of an array-like without converting arrays or DataFrames
+    (a DataFrame has no single dtype: None)."""
+    if hasattr(X, "shape"):
+        return tuple(X.shape), getattr(X, "dtype", None)
+    try:
+        a = np.asarray(X)
+    except Exception:  # ragged lists etc.: the full check reports them
+        return None, None
+    return a.shape, a.dtype
+
+
+def check_input_kind(X, name: str, cls: str, *, min_samples: int = 0) -> None:
+    """Refuse sparse, complex and 1-D input, and (with ``min_samples``) too few rows
+    or no columns, in scikit-learn's wording, before :func:`check_array`.
+
+    ``cls`` names the estimator in the messages. Ragged input passes through for
+    :func:`check_array` to report.
+    """
+    if sp.issparse(X):
+        raise TypeError(
+            f"{cls} does not accept sparse input: {name} is a "
+            f"{type(X).__name__}. Convert it with {name}.toarray() (dense data is "
+            "required)."
+        )
+    shape, dtype = _shape_and_dtype(X)
+    if dtype is not None and np.dtype(dtype).kind == "c":
+        raise DataError(
+            f"Complex data not supported: {name} has dtype {dtype}; {cls} needs "
+            "real-valued input (take the real part or split real and imaginary "
+            "parts into columns)."
+        )
+    if shape is not None and len(shape) == 1:
+        raise DataError(
+            f"{name} must be a 2-D array of shape (n_samples, n_features); got a "
+            f"1-D array of shape {shape}. Reshape your data with "
+            f"{name}.reshape(-1, 1) for a single feature or {name}.reshape(1, -1) "
+            "for a single sample."
+        )
+    if not min_samples or shape is None or len(shape) != 2:
+        return
+    if shape[0] < min_samples:
+        raise DataError(
+            f"Found array with {shape[0]} sample(s) (shape={shape}) while a minimum "
+            f"of {min_samples} is required by {cls}."
+        )
+    if shape[1] < 1:
+        raise DataError(
+            f"Found array with 0 feature(s) (shape={shape}) while a minimum of 1 is "
+            f"required by {cls}."
+        )
 
 
 def check_array(

@@ -21,12 +21,11 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from torch import nn
 
 from identrep._typing import ArrayLike
-from identrep.exceptions import DataError, InvalidParameterError
+from identrep.exceptions import InvalidParameterError
 from identrep.models._base import IdentrepEstimator, TorchEstimatorMixin
 from identrep.models.nn.mlp import _ACTIVATIONS
 from identrep.models.nn.vae import (
@@ -49,7 +48,6 @@ __all__ = [
     "TRAINING_CONSTRAINTS",
     "BaseVAE",
     "check_elbo_weights",
-    "check_input_kind",
 ]
 
 _POSITIVE_INT = Interval(Integral, 1, None, closed="left")
@@ -85,48 +83,6 @@ ELBO_CONSTRAINTS: dict[str, list] = {
     "elbo_weights": [SequenceOf(Interval(Real, 0, math.inf, closed="left")), None],
     "anneal": ["boolean"],
 }
-
-
-def check_input_kind(X, name: str = "X"):
-    """Refuse sparse, complex, 1-D and featureless ``X`` in scikit-learn's words,
-    before :func:`~identrep.utils.validation.check_array` checks the rest.
-
-    Returns ``X`` as a numpy array when it converts (a DataFrame's values), else
-    ``X`` unchanged for ``check_array`` to report.
-
-    Raises
-    ------
-    TypeError
-        A scipy sparse matrix or array (sparse input is not supported).
-    DataError
-        Complex values, a 1-D array, or 0 columns.
-    """
-    if sp.issparse(X):
-        raise TypeError(
-            f"{name} is a sparse matrix, but dense data is required (sparse input is "
-            f"not supported); convert it with {name}.toarray()."
-        )
-    try:
-        arr = np.asarray(X.to_numpy() if hasattr(X, "to_numpy") else X)
-    except Exception:  # ragged and the like: check_array names the problem
-        return X
-    if np.iscomplexobj(arr):
-        raise DataError(
-            f"Complex data not supported: {name} must be real-valued; got dtype "
-            f"{arr.dtype}."
-        )
-    if arr.ndim == 1:
-        raise DataError(
-            f"{name} must be a 2-D array of shape (n_samples, n_features); got shape "
-            f"{arr.shape}. Reshape your data with {name}.reshape(-1, 1) for a single "
-            f"feature or {name}.reshape(1, -1) for a single sample."
-        )
-    if arr.ndim == 2 and arr.shape[1] == 0:
-        raise DataError(
-            f"{name} has 0 feature(s) (shape={arr.shape}) while a minimum of 1 is "
-            "required."
-        )
-    return arr
 
 
 def check_elbo_weights(est) -> None:
@@ -194,23 +150,10 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
 
     # ---------------------------------------------------------------- params
     # ------------------------------------------------------------------ data
-    def _check_X(self, X, name: str = "X") -> np.ndarray:
-        """As the base class, with scikit-learn's wording for a feature-count
-        mismatch (``check_n_features_in_after_fitting``)."""
-        self._check_fitted()
-        self._check_feature_names(X, name)
-        X = check_array(check_input_kind(X, name), name)
-        if X.shape[1] != self.n_features_in_:
-            n = self.n_features_in_
-            raise DataError(
-                f"{name} has {X.shape[1]} features, but {type(self).__name__} is "
-                f"expecting {n} features as input (n_features_in_={n})."
-            )
-        return X
-
     def _check_fit_data(self, X, y, task_ids) -> MultiTaskArrays:
         """Validated data: ``X`` only (one pooled task, zero targets)."""
-        Xa = check_array(check_input_kind(X), "X")
+        self._check_fit_input(X)
+        Xa = check_array(X, "X")
         n = Xa.shape[0]
         return MultiTaskArrays(
             Xa,

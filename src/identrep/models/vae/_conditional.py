@@ -17,7 +17,7 @@ import numpy as np
 
 from identrep._typing import ArrayLike
 from identrep.exceptions import DataError
-from identrep.models.vae._base import BaseVAE, check_input_kind
+from identrep.models.vae._base import BaseVAE
 from identrep.utils.validation import (
     MultiTaskArrays,
     check_array,
@@ -71,7 +71,7 @@ class ConditionalVAEEstimator(BaseVAE):
         """Validated data; y or task_ids may be absent when u does not need them."""
         needs_task = self._task_mode() is not None
         cls = type(self).__name__
-        X = check_input_kind(X)
+        self._check_fit_input(X)
         if y is None:
             if self._uses_target():
                 raise DataError(

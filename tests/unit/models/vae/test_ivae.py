@@ -576,8 +576,8 @@ def test_unfitted_and_mismatched_inputs(fitted, data):
         IVAE().transform(data.X, data.y)
     with pytest.raises(
         DataError,
-        match=r"^X has 3 features, but IVAE is expecting 4 features as input "
-        r"\(n_features_in_=4\)\.$",
+        match=r"^X has 3 features, but IVAE is expecting 4 features as input"
+        r": it was fitted with n_features_in_=4\.$",
     ):
         fitted.transform(data.X[:, :3], data.y)
     with pytest.raises(DataError, match="transform needs y"):
