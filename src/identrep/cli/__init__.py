@@ -9,8 +9,7 @@ __all__ = ["build_parser", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     from identrep import __version__
-    from identrep.cli import demo, report, reproduce
-    from identrep.workflow import add_subcommands  # identrep fit / transform
+    from identrep.cli import demo, fit, report, reproduce, transform
 
     p = argparse.ArgumentParser(
         prog="identrep",
@@ -21,7 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_parser(sub)
     reproduce.add_parser(sub)
     report.add_parser(sub)
-    add_subcommands(sub)
+    fit.add_parser(sub)
+    transform.add_parser(sub)
     return p
 
 

@@ -1,0 +1,117 @@
+"""Fit and transform on a user's file (:mod:`identrep.tabular.fitting`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import identrep as ir
+from identrep.persistence import load_model, read_manifest
+from identrep.tabular import FitResult, fit, transform
+from identrep.tabular import fitting as fitting_module
+
+
+@pytest.fixture(scope="module")
+def long_csv(tmp_path_factory):
+    """A small long table from the linear process (MTLCM alone fits it quickly)."""
+    d = ir.datasets.make_linear_tasks(
+        n_tasks=6, n_samples=25, n_latents=2, n_causal=1, random_state=0
+    )
+    df = pd.DataFrame(d.X, columns=["a", "b"])
+    df["task"] = [f"t{t}" for t in d.task_ids]
+    df["v"] = d.y
+    path = tmp_path_factory.mktemp("data") / "long.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_fit_writes_every_output_atomically(long_csv, tmp_path, monkeypatch, capsys):
+    written = []
+    real = fitting_module.atomic_write_text
+
+    def spy(path, text):
+        written.append(path.name)
+        return real(path, text)
+
+    monkeypatch.setattr(fitting_module, "atomic_write_text", spy)
+    out = tmp_path / "fit"
+    res = fit(long_csv, target="v", task_col="task", stage2_only=True, out=out,
+              progress=False)  # fmt: skip
+    assert capsys.readouterr().err == ""  # progress=False: silent
+    assert isinstance(res, FitResult) and res.out == out
+    assert written == ["latents.csv", "causal_map.csv", "report.md", "report.html"]
+    names = {"latents.csv", "causal_map.csv", "model", "report.md", "report.html"}
+    assert names <= set(res.files)
+    assert all(p.exists() and p.parent == out for p in res.files.values())
+    assert not list(out.glob(".*.tmp"))  # no temporary file left behind
+    pd.testing.assert_frame_equal(pd.read_csv(out / "latents.csv"), res.latents)
+    pd.testing.assert_frame_equal(pd.read_csv(out / "causal_map.csv"), res.causal_map)
+    assert list(res.latents.columns) == ["row", "z0", "z1"]
+    np.testing.assert_allclose(
+        res.causal_map[["z0", "z1"]].to_numpy(), res.model.causal_indicators_
+    )
+    assert res.causal_map["task"].tolist() == [f"t{t}" for t in range(6)]
+    meta = read_manifest(out / "model")["metadata"]
+    assert meta == {
+        "layout": "long", "features": ["a", "b"], "targets": ["v"],
+        "task_col": "task", "id_col": None, "data_file": str(long_csv),
+        "n_latents": 2, "stage2_only": True, "seed": 0, "max_epochs": None,
+    }  # fmt: skip
+    Z = load_model(out / "model").transform(
+        pd.read_csv(long_csv)[["a", "b"]].to_numpy()[res.latents["row"]]
+    )
+    np.testing.assert_allclose(Z, res.latents[["z0", "z1"]].to_numpy(), rtol=1e-12)
+
+
+def test_fit_progress_lines(long_csv, tmp_path, capsys):
+    fit(long_csv, target="v", task_col="task", stage2_only=True, seeds=2,
+        out=tmp_path / "o")  # fmt: skip
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"Reading {long_csv} ..."
+    assert err[1] == (
+        "  long layout: 150 rows, 2 features, 6 tasks, 150 observed targets"
+    )
+    assert "  note: n_latents not given; using 2." in err
+    assert any(line.startswith("  note: MTLCM's default start") for line in err)
+    assert "Fitting MTLCM, seed 1 (2/2) ..." in err
+    assert any(line.startswith("  cross-seed MCC of the latents: ") for line in err)
+    assert err[-1].startswith("Wrote latents.csv, causal_map.csv, ")
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert "Agreement across seeds" in report
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"seeds": 0}, "seeds must be a positive integer; got 0."),
+        ({"n_latents": True}, "n_latents must be a positive integer; got True."),
+        ({"max_epochs": 2.5}, "max_epochs must be a positive integer; got 2.5."),
+    ],
+)
+def test_fit_checks_its_integers(long_csv, tmp_path, kwargs, message):
+    with pytest.raises(ValueError) as exc:
+        fit(long_csv, target="v", task_col="task", out=tmp_path / "o", **kwargs)
+    assert str(exc.value) == message
+    assert not (tmp_path / "o").exists()
+
+
+def test_model_data_errors_name_the_file(long_csv, tmp_path):
+    with pytest.raises(ir.DataError) as exc:
+        fit(long_csv, target="v", task_col="task", stage2_only=True, n_latents=3,
+            out=tmp_path / "o", progress=False)  # fmt: skip
+    assert str(exc.value).startswith(f"{long_csv}: MTLCM needs at least n_latents")
+    assert not (tmp_path / "o").exists()
+
+
+def test_transform_into_a_folder(long_csv, tmp_path, capsys):
+    res = fit(long_csv, target="v", task_col="task", stage2_only=True,
+              out=tmp_path / "fit", progress=False)  # fmt: skip
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    frame = transform(tmp_path / "fit" / "model", long_csv, dest, progress=True)
+    pd.testing.assert_frame_equal(frame, res.latents)
+    pd.testing.assert_frame_equal(pd.read_csv(dest / "latents.csv"), res.latents)
+    err = capsys.readouterr().err
+    assert f"Loading model {tmp_path / 'fit' / 'model'} ..." in err
+    assert f"Wrote 150 rows x 2 latents to {dest / 'latents.csv'}." in err
