@@ -98,7 +98,7 @@ def test_reproduce_qm9_on_fixture_then_report(tmp_path, capsys):
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "| 2 | 2 |" in text  # one row: d=2, two seeds
-    assert (out / "qm9_report.md").is_file() and (out / "qm9_results.csv").is_file()
+    assert (out / "report.md").is_file() and (out / "results.csv").is_file()
     assert len(list((out / "records").glob("*.json"))) == 2
     assert main(["report", str(out)]) == 0
     assert "QM9" in capsys.readouterr().out

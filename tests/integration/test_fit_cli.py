@@ -100,7 +100,7 @@ def test_fit_wide_layout_writes_every_output(tables, tmp_path, capsys):
                  str(new)]) == 0  # fmt: skip
     pd.testing.assert_frame_equal(_csv(new), lat)
     Z = load_model(out / "model").transform(
-        pd.read_csv(tables["wide"])[tables["xcols"]].to_numpy()
+        pd.read_csv(tables["wide"])[tables["xcols"]]
     )
     np.testing.assert_allclose(Z, lat[["z0", "z1"]].to_numpy(), rtol=1e-12)
 

@@ -211,8 +211,8 @@ def fit(
     for n in notes:
         _log(f"  note: {n}", progress)
 
-    X, y, t = table.fit_args()
-    X_units = table.X[table.unit_rows]
+    X, y, t = table.fit_args()  # X named: feature_names_in_ is saved in the model
+    X_units = table.frame(table.unit_rows)
     what = "MTLCM" if stage2_only else "MTRN + MTLCM"
     models, seconds, latents, caught = [], [], [], []
     verbose = bool(progress) and sys.stderr.isatty()
@@ -235,7 +235,6 @@ def fit(
         models.append(model)
         latents.append(model.transform(X_units))
     model = models[0]
-    model.feature_names_in_ = np.asarray(table.features, dtype=object)
     K = latents[0].shape[1]
     cross = cross_seed_mcc(latents, "pearson") if seeds > 1 else None
     if cross is not None:
@@ -351,6 +350,11 @@ def transform(
         task_col=meta.get("task_col"),
         id_col=meta.get("id_col"),
     )
+    names = getattr(model, "feature_names_in_", None)
+    if names is not None:  # as fitted: named columns
+        import pandas as pd
+
+        X = pd.DataFrame(X, columns=list(names), copy=False)
     Z = model.transform(X)
     frame = _latent_frame(Z, ids, id_col, rows=rows)
     out = Path(out)

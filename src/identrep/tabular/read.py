@@ -216,11 +216,19 @@ class TableData:
     def n_obs(self) -> int:
         return int(self.task_counts().sum())
 
+    def frame(self, rows: np.ndarray | None = None):
+        """The inputs (of ``rows``, default all) as a DataFrame named by
+        ``features``, so estimators record and check ``feature_names_in_``."""
+        import pandas as pd
+
+        X = self.X if rows is None else self.X[rows]
+        return pd.DataFrame(X, columns=list(self.features), copy=False)
+
     def fit_args(self) -> tuple:
-        """``(X, y, task_ids)`` for an estimator's ``fit``."""
+        """``(X, y, task_ids)`` for an estimator's ``fit`` (X named by feature)."""
         if self.layout == "wide":
-            return self.X, self.Y, None
-        return self.X[self.obs_rows], self.y, self.task_ids
+            return self.frame(), self.Y, None
+        return self.frame(self.obs_rows), self.y, self.task_ids
 
 
 def _select_features(df, path: Path, exclude: list[str], features, transform=False):

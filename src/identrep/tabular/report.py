@@ -110,7 +110,7 @@ def stage1_r2(mtrn, table: TableData) -> float:
     Tasks whose R^2 is undefined (:func:`~identrep.utils.numerics.r2_per_task`
     gives NaN: a constant target) are left out of the average.
     """
-    P = mtrn.predict(table.X)  # (n_rows, n_tasks), columns in mtrn.tasks_ order
+    P = mtrn.predict(table.frame())  # (n_rows, n_tasks), columns in mtrn.tasks_ order
     if table.layout == "wide":
         Y = table.Y[list(mtrn.tasks_)].to_numpy()
         obs = ~np.isnan(Y)

@@ -59,7 +59,7 @@ def test_fit_writes_every_output_atomically(long_csv, tmp_path, monkeypatch, cap
         "n_latents": 2, "stage2_only": True, "seed": 0, "max_epochs": None,
     }  # fmt: skip
     Z = load_model(out / "model").transform(
-        pd.read_csv(long_csv)[["a", "b"]].to_numpy()[res.latents["row"]]
+        pd.read_csv(long_csv)[["a", "b"]].iloc[res.latents["row"]]
     )
     np.testing.assert_allclose(Z, res.latents[["z0", "z1"]].to_numpy(), rtol=1e-12)
 

@@ -89,8 +89,9 @@ def test_load_table_wide(wide):
     assert tab.ids.tolist() == df["id"].tolist()
     assert tab.tasks.tolist() == ["y0", "y1", "y2"]
     assert tab.task_counts().tolist() == [4, 3, 4] and tab.n_obs == 11
-    X, Y, t = tab.fit_args()
-    assert X is tab.X and Y is tab.Y and t is None
+    X, Y, t = tab.fit_args()  # X named by feature, so estimators record the names
+    assert list(X.columns) == ["a", "b"] and Y is tab.Y and t is None
+    np.testing.assert_array_equal(X.to_numpy(), tab.X)
 
 
 def test_load_table_given_features(wide):
