@@ -368,7 +368,7 @@ def _sha256(path: Path) -> str:
 def _versions() -> dict:
     import torch
 
-    from identrep import __version__
+    from identrep._version import __version__
 
     return {
         "identrep": __version__,

@@ -8,7 +8,7 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from identrep import __version__
+    from identrep._version import __version__
     from identrep.cli import demo, fit, report, reproduce, transform
 
     p = argparse.ArgumentParser(

@@ -42,10 +42,10 @@ def environment() -> dict:
     import sklearn
     import torch
 
-    import identrep
+    from identrep._version import __version__
 
     return {
-        "identrep": identrep.__version__,
+        "identrep": __version__,
         "git": _git_hash(),
         "python": platform.python_version(),
         "numpy": np.__version__,

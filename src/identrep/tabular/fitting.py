@@ -189,7 +189,7 @@ def fit(
     """
     import pandas as pd
 
-    from identrep import __version__
+    from identrep._version import __version__
     from identrep.metrics import cross_seed_mcc
     from identrep.persistence import save_model
 
