@@ -13,11 +13,14 @@ build on it.
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 
 from identrep._typing import ArrayLike
 from identrep.exceptions import DataError
 from identrep.models.vae._base import BaseVAE
+from identrep.utils._param_validation import Interval, StrOptions
 from identrep.utils.validation import (
     MultiTaskArrays,
     check_array,
@@ -166,3 +169,21 @@ class ConditionalVAEEstimator(BaseVAE):
                 "condition_encoder=False."
             )
         return super().fit_transform(X, y, task_ids=task_ids)
+
+
+class TaskEmbeddingMixin:
+    """The multi-task variants (MT-iVAE, MT-iCaRL): u holds a learned task embedding
+    E_t in place of the one-hot task (use before the conditional estimator in the
+    bases). Adds ``embedding_dim`` (default ``n_latents``) and restricts
+    ``conditioning`` to the choices that contain the task."""
+
+    _embedding_constraints: dict[str, list] = {
+        "conditioning": [StrOptions({"target+task", "task"})],
+        "embedding_dim": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
+    def _task_mode(self) -> str | None:
+        return "embedding"
+
+    def _embedding_dim(self) -> int:
+        return int(self.n_latents if self.embedding_dim is None else self.embedding_dim)

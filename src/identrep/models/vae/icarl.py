@@ -87,7 +87,10 @@ import torch
 from identrep._typing import Seed
 from identrep.models.nn.icarl import ExpFamPrior, ICaRLModule, NaturalParams
 from identrep.models.vae._base import ARCHITECTURE_CONSTRAINTS, TRAINING_CONSTRAINTS
-from identrep.models.vae._conditional import ConditionalVAEEstimator
+from identrep.models.vae._conditional import (
+    ConditionalVAEEstimator,
+    TaskEmbeddingMixin,
+)
 from identrep.models.vae._icarl_loss import (
     SCORE_MATCHING_METHODS,
     icarl_loss,
@@ -387,7 +390,7 @@ class ICaRL(ConditionalVAEEstimator):
         self.score_matching_ = self._resolved_score_matching()
 
 
-class MTICaRL(ICaRL):
+class MTICaRL(TaskEmbeddingMixin, ICaRL):
     """Multi-task iCaRL: u = [y, E_t] with a learnable task embedding E.
 
     An :class:`ICaRL` whose prior's natural parameters are
@@ -439,8 +442,7 @@ class MTICaRL(ICaRL):
 
     _parameter_constraints: dict[str, list] = {
         **ICaRL._parameter_constraints,
-        "conditioning": [StrOptions({"target+task", "task"})],
-        "embedding_dim": [Interval(Integral, 1, None, closed="left"), None],
+        **TaskEmbeddingMixin._embedding_constraints,
     }
 
     def __init__(
@@ -499,12 +501,6 @@ class MTICaRL(ICaRL):
             verbose=verbose,
         )
         self.embedding_dim = embedding_dim
-
-    def _task_mode(self) -> str | None:
-        return "embedding"
-
-    def _embedding_dim(self) -> int:
-        return int(self.n_latents if self.embedding_dim is None else self.embedding_dim)
 
     def _set_fitted(self, data: MultiTaskArrays) -> None:
         super()._set_fitted(data)

@@ -29,7 +29,6 @@ inputs are standardised before the encoder; both maps live in ``module_``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from numbers import Integral
 
 from torch import nn
 
@@ -41,10 +40,13 @@ from identrep.models.vae._base import (
     TRAINING_CONSTRAINTS,
     check_elbo_weights,
 )
-from identrep.models.vae._conditional import ConditionalVAEEstimator
+from identrep.models.vae._conditional import (
+    ConditionalVAEEstimator,
+    TaskEmbeddingMixin,
+)
 from identrep.models.vae._elbo import aggregate_posterior_log_probs, weighted_elbo_loss
 from identrep.models.vae._objectives import make_elbo_objective
-from identrep.utils._param_validation import Interval, StrOptions
+from identrep.utils._param_validation import StrOptions
 from identrep.utils.validation import MultiTaskArrays
 
 __all__ = [
@@ -258,7 +260,7 @@ class IVAE(ConditionalVAEEstimator):
         )
 
 
-class MTIVAE(IVAE):
+class MTIVAE(TaskEmbeddingMixin, IVAE):
     """Multi-task iVAE: u = [y, E_t] with a learnable task embedding E (Chen et al.).
 
     An :class:`IVAE` whose task conditioning goes through an explicit embedding
@@ -305,8 +307,7 @@ class MTIVAE(IVAE):
 
     _parameter_constraints: dict[str, list] = {
         **IVAE._parameter_constraints,
-        "conditioning": [StrOptions({"target+task", "task"})],
-        "embedding_dim": [Interval(Integral, 1, None, closed="left"), None],
+        **TaskEmbeddingMixin._embedding_constraints,
     }
 
     def __init__(
@@ -365,12 +366,6 @@ class MTIVAE(IVAE):
             verbose=verbose,
         )
         self.embedding_dim = embedding_dim
-
-    def _task_mode(self) -> str | None:
-        return "embedding"
-
-    def _embedding_dim(self) -> int:
-        return int(self.n_latents if self.embedding_dim is None else self.embedding_dim)
 
     def _set_fitted(self, data: MultiTaskArrays) -> None:
         emb: nn.Embedding = self.module_.conditioner.embedding
