@@ -38,8 +38,7 @@ from identrep.utils.seeding import derive_seed
 __all__ = ["QM9_DEFAULTS", "QM9Config", "grid"]
 
 #: EGNN and training settings of a run (overridable through the grid).
-#: hidden 32 and 3 layers: on 2,000 molecules and 8 epochs they reached the
-#: held-out mean R^2 of hidden 64 x 2 layers (0.76 vs 0.72) at 60% of its cost.
+#: hidden 32 and 3 layers (why: docs/notes.md, "EGNN width").
 QM9_DEFAULTS = {
     "hidden": 32,
     "n_layers": 3,
@@ -73,10 +72,8 @@ class QM9Config(StudyConfig):
         Seed index; the model seed is derived from (n_latents, seed).
     n_molecules : int or None
         Random subset of this many molecules (drawn with ``data_seed``, the same
-        for every run); None: all 130,831. One epoch costs about 1.3 ms of CPU
-        time per molecule on one core with the default EGNN (10,000 molecules x
-        20 epochs = 256 CPU-s per run, MTLCM < 1 s); the full data set for 300
-        epochs (the paper) is ~14 CPU-hours per run.
+        for every run); None: all 130,831 (cost per molecule: docs/notes.md,
+        "QM9 cost").
     data_seed : int
         Seeds the molecule subset.
     source : str

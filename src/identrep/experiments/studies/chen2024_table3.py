@@ -49,8 +49,8 @@ BASELINE_SETTINGS = {
 
 #: The baselines train on this many materials (x 80 tasks = 240,000 rows of
 #: (material, task, target)), drawn from the configuration, the same for every
-#: seed; about 4 s per epoch on one CPU thread. Representations of all 21,263
-#: materials are compared across seeds.
+#: seed (cost: docs/notes.md). Representations of all 21,263 materials are
+#: compared across seeds.
 TABLE3_BASELINE_MATERIALS = 3000
 
 

@@ -198,9 +198,8 @@ class EGNNExtractor(nn.Module):
         F, the per-atom feature width (8 for :func:`identrep.datasets.load_qm9`).
     hidden : int, default=32
         Width of the node embeddings and messages. The cost per molecule grows
-        about quadratically with it; on 2,000 QM9 molecules (8 epochs) 32 x 3
-        layers predicted the targets as well as 64 x 2 layers (held-out mean R^2
-        0.76 vs 0.72) at 60% of its cost.
+        about quadratically with it (why 32 x 3 layers: docs/notes.md, "EGNN
+        width").
     out_features : int, default=10
         d, the output (representation) width.
     n_layers : int, default=3

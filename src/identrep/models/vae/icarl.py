@@ -52,16 +52,11 @@ the argument needs the natural parameters to vary enough, about
 ``dim T + 1 = 2n + K + 1`` distinct values of u in general position, and even then
 it identifies T(z) up to a linear map. When T_NN can mimic the cross terms
 z_i z_j (a tanh layer approximates them on the data's range), a rotation of
-Gaussian-like latents is such a linear map of T, so the coupling can absorb it (a
-poor fit on 2 latents recovered the sources rotated by about 45 degrees, their
-per-environment correlations explained by the coupling). On the 3-latent process
-of ``tests/integration/test_icarl_recovery.py`` (30 environments, mildly
-correlated sources, leaky-ReLU mixing; seeds 0-9) MT-iCaRL with K = 8 reached
-Pearson MCC 0.74-0.96 (median 0.86) against 0.81-0.99 (median 0.98) for MT-iVAE;
-with the coupling switched off for the first third of training
-(``coupling_warmup=0.34``, not in the paper) 0.78-0.97 (median 0.95). A small
-``tnn_hidden`` is the safer choice when u takes few values (on a 2-latent process
-with 20 environments K = 50 did worse than K = 5, seeds 0-3).
+Gaussian-like latents is such a linear map of T, so the coupling can absorb it and
+the sources come out rotated. A warm-up without the coupling
+(``coupling_warmup``, not in the paper) guards against it, and a small
+``tnn_hidden`` is the safer choice when u takes few values (measurements:
+docs/notes.md, "iCaRL's coupling and its warm-up").
 
 **Score matching overfits fixed points.** Fitted to a fixed sample, a flexible
 p~ can lower the objective by curvature spikes at the data points (observed on
@@ -192,9 +187,7 @@ class ICaRL(ConditionalVAEEstimator):
         switched off (c = 0: a factorised prior fitted by score matching, as in
         iVAE) before the non-factorised prior takes over. Not part of the paper
         (0 reproduces it): a guard against the rotated solutions described in
-        the module docstring. On the 3-latent process of
-        ``tests/integration/test_icarl_recovery.py`` (seeds 0-9) a warm-up of
-        0.34 raised the median Pearson MCC from 0.86 to 0.95 (MT-iVAE: 0.98).
+        the module docstring (its effect: docs/notes.md).
     tnn_hidden : int or sequence of int, default=50
         Widths of the tanh layers of T_NN; the last width K is the number of
         coupling statistics. An int w means one layer of width w; the paper's
