@@ -406,3 +406,142 @@ def test_model_file_error_is_still_importable_from_persistence():
     from identrep import exceptions, persistence
 
     assert persistence.ModelFileError is exceptions.ModelFileError
+
+
+# ------------------------------------------------- nothing lost, nobody in
+
+
+def test_save_never_replaces_a_folder_with_a_foreign_manifest(fitted, tmp_path):
+    ext = tmp_path / "extension"
+    ext.mkdir()
+    (ext / MANIFEST).write_text(json.dumps({"manifest_version": 2, "name": "x"}))
+    (ext / "background.js").write_text("keep me")
+    with pytest.raises(FileExistsError, match="is not a saved identrep model"):
+        save_model(fitted["mtlcm"], ext)
+    assert sorted(p.name for p in ext.iterdir()) == ["background.js", MANIFEST]
+    assert (ext / "background.js").read_text() == "keep me"
+
+
+_KILLED_SAVE = """
+import os, shutil, signal, sys
+import identrep as ir
+import identrep.utils.io as uio
+from identrep.persistence import save_model
+
+path, k = sys.argv[1], int(sys.argv[2])
+d = ir.datasets.make_linear_tasks(n_tasks=8, n_samples=30, n_latents=3,
+                                  random_state=1)
+model = ir.MTLCM(random_state=1).fit(d.X, d.y, task_ids=d.task_ids)
+count = [0]
+
+def killing(fn):
+    def wrapper(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        count[0] += 1
+        if count[0] == k:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return out
+    return wrapper
+
+os.replace, os.rename = killing(os.replace), killing(os.rename)
+shutil.rmtree = killing(shutil.rmtree)
+uio.exchange_paths = killing(uio.exchange_paths)
+save_model(model, path)
+print("finished")
+"""
+
+
+def test_a_save_killed_after_any_step_leaves_the_old_or_the_new_model(tmp_path):
+    import subprocess
+    import sys
+
+    d = ir.datasets.make_linear_tasks(
+        n_tasks=8, n_samples=30, n_latents=3, random_state=1
+    )
+    old = ir.MTLCM(random_state=0).fit(d.X, d.y, task_ids=d.task_ids)
+    new = ir.MTLCM(random_state=1).fit(d.X, d.y, task_ids=d.task_ids)
+    path = tmp_path / "m"
+    script = tmp_path / "killed_save.py"
+    script.write_text(_KILLED_SAVE)
+    finished = False
+    for k in range(1, 20):  # kill right after the k-th rename/exchange/removal
+        save_model(old, path)  # also cleans what the previous kill left
+        assert not list(tmp_path.glob(".m.*")), f"leftovers before step {k}"
+        res = subprocess.run(
+            [sys.executable, str(script), str(path), str(k)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        Z = load_model(path).transform(d.X)  # there is always a model at the path
+        assert np.array_equal(Z, old.transform(d.X)) or np.array_equal(
+            Z, new.transform(d.X)
+        ), f"killed after step {k}: neither the old nor the new model"
+        if "finished" in res.stdout:
+            finished = True
+            np.testing.assert_array_equal(Z, new.transform(d.X))
+            break
+        assert res.returncode == -9, res.stderr
+    assert finished, "the save never completed within 19 steps"
+
+
+def test_load_follows_no_link_out_of_the_folder(fitted, tmp_path):
+    path = _saved(fitted, tmp_path)
+    outside = tmp_path / "elsewhere.npz"
+    (path / ARRAYS).rename(outside)
+    (path / ARRAYS).symlink_to(outside)
+    with pytest.raises(ModelFileError, match="arrays.npz is a symbolic link"):
+        load_model(path)
+
+
+def test_load_refuses_compressed_members_and_reads_only_what_the_manifest_names(
+    fitted, tmp_path
+):
+    import hashlib
+    import io
+    import zipfile
+
+    path = _saved(fitted, tmp_path)
+    raw = (path / ARRAYS).read_bytes()
+    rebuilt = tmp_path / "arrays.npz"
+    with (
+        zipfile.ZipFile(io.BytesIO(raw)) as src,
+        zipfile.ZipFile(rebuilt, "w") as dst,
+    ):
+        for name in src.namelist():
+            dst.writestr(name, src.read(name))
+        buf = io.BytesIO()
+        np.save(buf, np.zeros(2_000_000))  # 16 MB that deflate to ~16 KB
+        dst.writestr("extra.npy", buf.getvalue(), compress_type=zipfile.ZIP_DEFLATED)
+    (path / ARRAYS).write_bytes(rebuilt.read_bytes())
+    digest = hashlib.sha256(rebuilt.read_bytes()).hexdigest()
+    _edit_manifest(path, lambda m: m["files"][ARRAYS].update({"sha256": digest}))
+    with pytest.raises(ModelFileError, match=r"compressed members: \['extra.npy'\]"):
+        load_model(path)
+
+
+def _nest(spec, depth):
+    for _ in range(depth):
+        spec = {
+            "class": "MTLCM",
+            "params": {},
+            "attributes": {"inner_": {"kind": "estimator", "value": spec}},
+        }
+    return spec
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda m: m["estimator"].pop("params"), "KeyError 'params'"),
+        (lambda m: m["estimator"]["attributes"]["mixing_"].pop("kind"), "'kind'"),
+        (lambda m: m["estimator"].update(attributes=[1]), "AttributeError"),
+        (lambda m: m.update(estimator=_nest(m["estimator"], 20)), "nests estimators"),
+    ],
+    ids=["no-params", "no-kind", "attributes-list", "nested-20-deep"],
+)
+def test_malformed_manifests_raise_model_file_error(fitted, tmp_path, edit, match):
+    path = save_model(fitted["mtlcm"], tmp_path / "m")
+    _edit_manifest(path, edit)
+    with pytest.raises(ModelFileError, match=match):
+        load_model(path)
