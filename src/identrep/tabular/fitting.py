@@ -11,7 +11,9 @@ of a table under a saved model. Every file goes through :mod:`identrep.utils.io`
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -23,7 +25,25 @@ import numpy as np
 from identrep.exceptions import DataError
 from identrep.tabular.read import load_inputs, load_table
 from identrep.tabular.report import FitSummary, heatmap_png, render_report
-from identrep.utils.io import atomic_write_bytes, atomic_write_text
+from identrep.utils.io import (
+    atomic_write_bytes,
+    atomic_write_text,
+    clean_leftovers,
+    locked_dir,
+    replace_dir,
+)
+
+#: What ``identrep fit`` writes into ``--out``; a folder holding anything else is
+#: never replaced.
+OUTPUTS = (
+    "latents.csv",
+    "causal_map.csv",
+    "causal_map.png",
+    "model",
+    "report.md",
+    "report.html",
+)
+_OLD = ".old"
 
 __all__ = ["FitResult", "fit", "transform"]
 
@@ -93,6 +113,24 @@ def _make_model(stage2_only, n_latents, seed, max_epochs, verbose):
         mtrn_params={"max_epochs": int(max_epochs), "verbose": verbose},
         random_state=seed,
     )
+
+
+def _check_out(out: Path) -> None:
+    """Refuse an ``--out`` that is a file or a folder with files ``fit`` did not
+    write, before any work (the whole folder is replaced at the end)."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise DataError(
+            f"--out {out} exists and is not a folder; give a new or empty folder, or "
+            "the folder of an earlier `identrep fit`."
+        )
+    if out.is_dir():
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in OUTPUTS)
+        if foreign:
+            raise DataError(
+                f"--out {out} holds files `identrep fit` did not write "
+                f"({', '.join(foreign[:5])}); they would be replaced with it. Give a "
+                "new or empty folder, or the folder of an earlier `identrep fit`."
+            )
 
 
 def _check_positive(name: str, v, allow_none=False) -> None:
@@ -197,6 +235,10 @@ def fit(
     _check_positive("seeds", seeds)
     _check_positive("max_epochs", max_epochs)
     out = Path(out)
+    _check_out(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with locked_dir(out.parent):
+        clean_leftovers(out, old_suffix=_OLD)  # of a fit killed before this one
     _log(f"Reading {data} ...", progress)
     table = load_table(
         data, target=target, task_col=task_col, features=features, id_col=id_col
@@ -255,55 +297,65 @@ def fit(
     cmap.insert(0, "task", list(model.tasks_))
 
     _log(f"Writing outputs to {out} ...", progress)
-    out.mkdir(parents=True, exist_ok=True)
-    files = {
-        "latents.csv": _write_csv(out / "latents.csv", lat),
-        "causal_map.csv": _write_csv(out / "causal_map.csv", cmap),
-    }
-    png = heatmap_png(
-        model.causal_indicators_,
-        list(model.tasks_),
-        f"Causal map ({what}, K={K}, seed {seed})",
-    )
-    if png is not None:
-        files["causal_map.png"] = atomic_write_bytes(out / "causal_map.png", png)
-    metadata = {
-        "layout": table.layout,
-        "features": table.features,
-        "targets": table.targets,
-        "task_col": table.task_col,
-        "id_col": table.id_col,
-        "data_file": str(table.path),
-        "n_latents": int(K),
-        "stage2_only": bool(stage2_only),
-        "seed": int(seed),
-        "max_epochs": None if stage2_only else int(max_epochs),
-    }
-    files["model"] = save_model(model, out / "model", metadata=metadata)
-    summary = FitSummary(
-        table=table,
-        what=what,
-        K=K,
-        seed=seed,
-        seeds=seeds,
-        max_epochs=max_epochs,
-        stage2_only=stage2_only,
-        models=models,
-        seconds=seconds,
-        cross=cross,
-        notes=notes,
-        warnings=caught,
-        png=png,
-        command=command,
-        version=__version__,
-    )
-    md, page = render_report(summary)
-    files["report.md"] = atomic_write_text(out / "report.md", md)
-    files["report.html"] = atomic_write_text(out / "report.html", page)
-    _log(
-        "Wrote " + ", ".join(str(p.name) for p in files.values()) + f" in {out}.",
-        progress,
-    )
+    # every output goes to a fresh sibling folder, swapped in once at the end: a
+    # crash leaves the previous outputs or the new ones, never a mix of the two
+    _check_out(out)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o777 & ~mask)  # mkdtemp makes it private (0700)
+        files = {
+            "latents.csv": _write_csv(tmp / "latents.csv", lat),
+            "causal_map.csv": _write_csv(tmp / "causal_map.csv", cmap),
+        }
+        png = heatmap_png(
+            model.causal_indicators_,
+            list(model.tasks_),
+            f"Causal map ({what}, K={K}, seed {seed})",
+        )
+        if png is not None:
+            files["causal_map.png"] = atomic_write_bytes(tmp / "causal_map.png", png)
+        metadata = {
+            "layout": table.layout,
+            "features": table.features,
+            "targets": table.targets,
+            "task_col": table.task_col,
+            "id_col": table.id_col,
+            "data_file": str(table.path),
+            "n_latents": int(K),
+            "stage2_only": bool(stage2_only),
+            "seed": int(seed),
+            "max_epochs": None if stage2_only else int(max_epochs),
+        }
+        files["model"] = save_model(model, tmp / "model", metadata=metadata)
+        summary = FitSummary(
+            table=table,
+            what=what,
+            K=K,
+            seed=seed,
+            seeds=seeds,
+            max_epochs=max_epochs,
+            stage2_only=stage2_only,
+            models=models,
+            seconds=seconds,
+            cross=cross,
+            notes=notes,
+            warnings=caught,
+            png=png,
+            command=command,
+            version=__version__,
+        )
+        md, page = render_report(summary)
+        files["report.md"] = atomic_write_text(tmp / "report.md", md)
+        files["report.html"] = atomic_write_text(tmp / "report.html", page)
+        with locked_dir(out.parent):
+            replace_dir(tmp, out, old_suffix=_OLD)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    files = {name: out / name for name in files}
+    _log("Wrote " + ", ".join(files) + f" in {out}.", progress)
     return FitResult(model, lat, cmap, cross, seconds, out, files)
 
 

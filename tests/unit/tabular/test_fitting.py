@@ -115,3 +115,49 @@ def test_transform_into_a_folder(long_csv, tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"Loading model {tmp_path / 'fit' / 'model'} ..." in err
     assert f"Wrote 150 rows x 2 latents to {dest / 'latents.csv'}." in err
+
+
+# ------------------------------------------------------------ --out safety
+
+
+def _never_read(*args, **kwargs):
+    raise AssertionError("the table was read before --out was checked")
+
+
+def test_out_is_checked_before_any_work(long_csv, tmp_path, monkeypatch):
+    monkeypatch.setattr(fitting_module, "load_table", _never_read)
+    a_file = tmp_path / "results.csv"
+    a_file.write_text("keep")
+    with pytest.raises(ir.DataError, match="exists and is not a folder"):
+        fit(long_csv, target="v", task_col="task", out=a_file, progress=False)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    with pytest.raises(ir.DataError, match=r"did not write \(notes.txt\)"):
+        fit(long_csv, target="v", task_col="task", out=mine, progress=False)
+    assert a_file.read_text() == "keep" and (mine / "notes.txt").read_text() == "keep"
+
+
+def test_a_fit_that_dies_while_writing_changes_no_output(
+    long_csv, tmp_path, monkeypatch
+):
+    out = tmp_path / "fit"
+    kw = dict(target="v", task_col="task", stage2_only=True, out=out, progress=False)
+    fit(long_csv, seed=0, **kw)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+    def crash(summary):
+        raise KeyboardInterrupt  # as a kill between the latents and the report
+
+    monkeypatch.setattr(fitting_module, "render_report", crash)
+    with pytest.raises(KeyboardInterrupt):
+        fit(long_csv, seed=1, **kw)
+    after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert after == before  # the old latents, map and report, together
+    assert read_manifest(out / "model")["metadata"]["seed"] == 0
+    assert not list(tmp_path.glob(".fit.*"))  # nothing left beside it
+    monkeypatch.undo()
+    res = fit(long_csv, seed=1, **kw)  # a later fit replaces them all at once
+    assert read_manifest(out / "model")["metadata"]["seed"] == 1
+    assert (out / "report.md").read_bytes() != before["report.md"]  # seed 1's
+    pd.testing.assert_frame_equal(pd.read_csv(out / "latents.csv"), res.latents)
