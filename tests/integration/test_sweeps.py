@@ -59,17 +59,69 @@ def test_executor_rejects_bad_settings():
 def test_a_second_live_sweep_on_the_same_folder_is_refused(tmp_path):
     (tmp_path / "records").mkdir()
     # a live process that is not this one holds the lock
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    hold = textwrap.dedent(
+        """
+        import sys, time
+        from pathlib import Path
+        from identrep.experiments.sweep import _SweepLock
+        with _SweepLock(Path(sys.argv[1])):
+            print("holding", flush=True)
+            time.sleep(60)
+        """
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
     try:
-        (tmp_path / ".sweep.lock").write_text(f"{holder.pid}\n")
-        with pytest.raises(RuntimeError, match=f"Another sweep \\(pid {holder.pid}\\)"):
+        assert holder.stdout.readline().strip() == "holding"
+        with pytest.raises(RuntimeError, match=f"Another sweep \\(pid {holder.pid} on"):
             run_sweep([SMALL], tmp_path, progress=False)
     finally:
-        holder.kill()
+        holder.kill()  # SIGKILL: the kernel releases its lock
         holder.wait()
-    # its pid is gone now: the stale lock is taken over
+    # the holder died without cleaning up: the next sweep runs
     recs = run_sweep([SMALL], tmp_path, progress=False)
     assert len(recs) == 1
+
+
+_RACE = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from identrep.experiments.sweep import _SweepLock
+    out, me, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    (out / f"ready.{me}").touch()  # barrier: try only once every process is ready
+    deadline = time.time() + 100
+    while len(list(out.glob("ready.*"))) < n and time.time() < deadline:
+        time.sleep(0.01)
+    try:
+        with _SweepLock(out):
+            # hold until every other process has tried
+            while len(list(out.glob("refused.*"))) < n - 1 and time.time() < deadline:
+                time.sleep(0.01)
+        print("held")
+    except RuntimeError:
+        (out / f"refused.{me}").touch()
+        print("refused")
+    """
+)
+
+
+def test_of_sweeps_started_together_exactly_one_holds_the_lock(tmp_path):
+    for trial in range(3):
+        out = tmp_path / f"t{trial}"
+        out.mkdir()
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _RACE, str(out), str(i), "6"],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(6)
+        ]
+        results = sorted(p.communicate(timeout=120)[0].strip() for p in procs)
+        assert results.count("held") == 1, (trial, results)
+        assert results.count("refused") == 5, (trial, results)
 
 
 _DRIVER = textwrap.dedent(
@@ -147,3 +199,28 @@ def test_sweep_killed_with_sigkill_at_random_moments_resumes_without_loss(tmp_pa
     # no temporaries or lock left once the last attempt finished
     assert not list((out / "records").glob(".*"))
     assert not (out / ".sweep.lock").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [("{not json", "is not valid JSON"), ("[1, 2]", "holds a list, not a run record")],
+    ids=["truncated", "wrong-shape"],
+)
+def test_a_corrupt_record_is_set_aside_not_blocking_resume_or_report(
+    tmp_path, content, why
+):
+    from identrep.experiments import write_report
+
+    other = dataclasses.replace(SMALL, seed=1)
+    run_sweep([SMALL, other], tmp_path, progress=False)
+    bad = tmp_path / "records" / f"{other.run_id}.json"
+    bad.write_text(content)
+    with pytest.warns(UserWarning, match=f"{bad.name} {why}.*records_set_aside"):
+        recs = run_sweep([SMALL, other], tmp_path, progress=False)
+    assert [r["run_id"] for r in recs] == [SMALL.run_id, other.run_id]
+    assert (tmp_path / "records_set_aside" / bad.name).read_text() == content
+    assert json.loads(bad.read_text())["run_id"] == other.run_id  # run again
+    bad.write_text(content)
+    with pytest.warns(UserWarning, match="records_set_aside"):
+        frame, _ = write_report(tmp_path)  # the report is built from the rest
+    assert len(frame) == 1 and frame["seed"].tolist() == [SMALL.seed]

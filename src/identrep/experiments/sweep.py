@@ -14,6 +14,7 @@ import contextlib
 import functools
 import json
 import os
+import platform
 import sys
 import time
 from collections.abc import Sequence
@@ -21,7 +22,6 @@ from pathlib import Path
 
 from identrep.experiments.executor import make_executor
 from identrep.experiments.io import (
-    atomic_write_text,
     latents_path,
     load_records,
     write_record,
@@ -74,39 +74,67 @@ def failed_record(config, exc: BaseException) -> dict:
 
 
 class _SweepLock:
-    """``out/.sweep.lock`` holding this process's pid while a sweep writes to
-    ``out``: a second live sweep on the same folder is refused; a lock left by a
-    killed sweep (its pid gone) is taken over."""
+    """``out/.sweep.lock``, held with an exclusive ``flock`` while a sweep writes to
+    ``out``.
+
+    Taking the lock is one atomic step of the kernel, so of two sweeps started
+    together exactly one holds it; the kernel also releases it when its process
+    dies, so a killed sweep never blocks the next one. The holder writes its pid and
+    host into the file for the message a refused sweep prints. (Where ``fcntl`` is
+    missing, an exclusive create of the file stands in, without the release on
+    death.)
+    """
 
     def __init__(self, out: Path):
         self.path = out / ".sweep.lock"
+        self._fd: int | None = None
 
-    @staticmethod
-    def _alive(pid: int) -> bool:
+    def _owner(self) -> str:
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:  # pragma: no cover - someone else's process
-            return True
-        return True
+            return self.path.read_text().strip() or "unknown"
+        except OSError:
+            return "unknown"
+
+    def _refuse(self):
+        return RuntimeError(
+            f"Another sweep ({self._owner()}) is writing to {self.path.parent}; wait "
+            "for it to finish, or use another --out."
+        )
 
     def __enter__(self):
         try:
-            pid = int(self.path.read_text().strip() or 0)
-        except (FileNotFoundError, ValueError):
-            pid = 0
-        if pid and pid != os.getpid() and self._alive(pid):
-            raise RuntimeError(
-                f"Another sweep (pid {pid}) is writing to {self.path.parent}; "
-                f"wait for it, or remove {self.path} if that process is not a sweep."
-            )
-        atomic_write_text(self.path, f"{os.getpid()}\n")
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            try:
+                self._fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                raise self._refuse() from None
+            fcntl = None
+        while fcntl is not None:
+            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise self._refuse() from None
+            try:  # the file we locked may have been removed by a finishing holder
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._fd = fd
+                break
+            os.close(fd)
+        os.ftruncate(self._fd, 0)
+        os.write(self._fd, f"pid {os.getpid()} on {platform.node()}\n".encode())
         return self
 
     def __exit__(self, *exc):
         with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+            self.path.unlink()  # before the release: a waiter re-checks the path
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _remove_stale_temporaries(rec_dir: Path) -> int:

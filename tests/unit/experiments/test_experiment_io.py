@@ -18,16 +18,17 @@ def test_atomic_write_leaves_no_temporary_files(tmp_path):
 
 
 def test_write_record_round_trips_numpy_types(tmp_path):
-    rec = {
-        "run_id": "r",
+    metrics = {
         "a": np.float64(1.5),
         "b": np.int64(2),
         "c": np.arange(3),
         "d": np.bool_(True),
     }
+    rec = {"run_id": "r", "config": {"seed": np.int64(0)}, "metrics": metrics}
     write_record(tmp_path / "records" / "r.json", rec)
     back = load_records(tmp_path)
-    assert back == [{"run_id": "r", "a": 1.5, "b": 2, "c": [0, 1, 2], "d": True}]
+    plain = {"a": 1.5, "b": 2, "c": [0, 1, 2], "d": True}
+    assert back == [{"run_id": "r", "config": {"seed": 0}, "metrics": plain}]
 
 
 def test_load_records_missing_folder_is_a_clear_error(tmp_path):
