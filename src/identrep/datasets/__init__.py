@@ -3,6 +3,12 @@
 from identrep.datasets.bundle import TaskData
 from identrep.datasets.qm9 import MoleculeData, load_qm9
 from identrep.datasets.segments import make_segment_sources
+from identrep.datasets.shapes import (
+    SHAPES_FACTORS,
+    make_shapes_tasks,
+    render_shapes,
+    sample_shapes_factors,
+)
 from identrep.datasets.superconductivity import (
     compute_superconductivity_features,
     load_superconductivity,
@@ -15,6 +21,7 @@ from identrep.datasets.synthetic import (
 )
 
 __all__ = [
+    "SHAPES_FACTORS",
     "MoleculeData",
     "TaskData",
     "compute_superconductivity_features",
@@ -24,5 +31,8 @@ __all__ = [
     "make_mixing",
     "make_nonlinear_tasks",
     "make_segment_sources",
+    "make_shapes_tasks",
     "make_task_latents",
+    "render_shapes",
+    "sample_shapes_factors",
 ]

@@ -17,3 +17,7 @@ from identrep.models.nn.vae import (  # noqa: E402
 
 __all__ += ["ConditionalPrior", "ConditionalVAE", "Conditioner", "GaussianDecoder"]
 __all__ += ["GaussianEncoder", "ExpFamPrior", "ICaRLModule"]
+# image encoders
+from identrep.models.nn.conv import ConvEncoder  # noqa: E402
+
+__all__ += ["ConvEncoder"]
