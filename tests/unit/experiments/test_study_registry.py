@@ -19,14 +19,22 @@ from identrep.experiments.registry import Study, register_study
 
 
 def test_the_paper_studies_are_registered():
-    assert sorted(STUDIES) == ["qm9", "table1", "table2", "table3"]
+    assert sorted(STUDIES) == [
+        "lachapelle2023",
+        "lachapelle2023_frozen",
+        "qm9",
+        "table1",
+        "table2",
+        "table3",
+    ]
     assert TABLES is STUDIES and get_table is get_study
 
 
 def test_unknown_table_lists_known_ones():
     with pytest.raises(
         ValueError,
-        match=r"Unknown study 'table9'; known studies: qm9, table1, table2, table3\.",
+        match=r"Unknown study 'table9'; known studies: lachapelle2023, "
+        r"lachapelle2023_frozen, qm9, table1, table2, table3\.",
     ):
         get_study("table9")
 
