@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from identrep.exceptions import DataError
+from identrep.utils.validation import integral_labels
 
 __all__ = ["TableData", "load_inputs", "load_table", "read_table"]
 
@@ -147,7 +148,7 @@ def _task_labels(s, path: Path, col: str) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         v = s.to_numpy()
         if np.all(np.isfinite(v)) and np.all(v == np.round(v)):
-            return v.astype(np.int64)
+            return integral_labels(v)  # exact, also beyond int64
     return np.asarray(s.astype(str).to_numpy(), dtype=object)
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "check_multitask",
     "check_task_ids",
     "encode_task_ids",
+    "integral_labels",
     "long_to_wide",
     "wide_to_long",
 ]
@@ -176,6 +177,22 @@ def check_array(
     return arr
 
 
+def integral_labels(v: np.ndarray) -> np.ndarray:
+    """Integral float labels as integers, exactly: int64 where every value fits,
+    else uint64 (non-negative), else Python ints in an object array. Integer arrays
+    are returned as they are (a uint64 label stays positive)."""
+    if v.dtype.kind in "iu":
+        return v
+    lo, hi = (float(v.min()), float(v.max())) if v.size else (0.0, 0.0)
+    if lo >= -(2.0**63) and hi < 2.0**63:
+        return v.astype(np.int64)
+    if lo >= 0 and hi < 2.0**64:
+        return v.astype(np.uint64)
+    out = np.empty(v.shape, dtype=object)
+    out[:] = [int(x) for x in v.ravel()]
+    return out
+
+
 def encode_task_ids(task_ids, n_samples: int, *, name: str = "task_ids"):
     """Map arbitrary task labels to codes 0..T-1.
 
@@ -200,7 +217,7 @@ def encode_task_ids(task_ids, n_samples: int, *, name: str = "task_ids"):
                 f"{name} must be integers or labels (str); got non-integral floats "
                 f"such as {t[t != np.round(t)][0]!r}."
             )
-        t = t.astype(np.int64)
+        t = integral_labels(t)
     if t.dtype.kind not in "iuUSOb":
         raise TypeError(
             f"{name} must be integers or string labels; got dtype {t.dtype}."
@@ -349,6 +366,13 @@ def check_multitask(
         rows, tids = rows[order], tids[order]
         yv = Y[rows, tids]
         tasks = np.asarray(columns) if columns is not None else np.arange(Y.shape[1])
+        names, counts_ = np.unique(tasks.astype(str), return_counts=True)
+        if (counts_ > 1).any():
+            raise DataError(
+                "Y has duplicate column names "
+                f"{[str(c) for c in names[counts_ > 1][:5]]}: every task needs a "
+                "column of its own. Rename or merge the duplicated columns."
+            )
         data = MultiTaskArrays(
             X, yv, tids.astype(np.int64), rows.astype(np.int64), tasks, "wide"
         )

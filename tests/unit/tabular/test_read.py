@@ -249,3 +249,12 @@ def test_load_inputs_errors(wide):
     # no saved names: every numeric column (a, b, y0, y1, y2) must match the model
     with pytest.raises(DataError, match="expects 3 inputs; the file has 5 numeric"):
         load_inputs(path, features=None, n_features_in=3)
+
+
+def test_uint64_task_labels_stay_positive(tmp_path):
+    big = np.array([2**63 + 10, 2**64 - 2**12, 5], dtype=np.uint64)
+    df = pd.DataFrame({"a": np.arange(9.0), "task": np.repeat(big, 3)})
+    df["v"] = np.arange(9.0) ** 2
+    df.to_csv(tmp_path / "t.csv", index=False)
+    tab = load_table(tmp_path / "t.csv", target="v", task_col="task")
+    assert sorted(int(v) for v in tab.tasks) == sorted(int(v) for v in big)
