@@ -323,3 +323,24 @@ def test_wide_to_long_repeats_shared_rows(rng):
     np.testing.assert_array_equal(Xl, X[[0, 1, 2, 0, 2]])
     np.testing.assert_array_equal(yl, [1, 2, 3, 4, 6])
     np.testing.assert_array_equal(tl, [0, 0, 0, 1, 1])
+
+
+# ------------------------------------------------- labels at the edges of int64
+
+
+def test_float_task_ids_beyond_int64_stay_distinct_and_exact():
+    from identrep.utils.validation import encode_task_ids
+
+    ids = np.array([2.0**63, 2.0**63 + 2**11, 2.0**64 - 2**12, 5.0])
+    codes, labels = encode_task_ids(ids[[0, 1, 2, 3, 3, 0]], 6)
+    assert len(labels) == 4  # none collapse into one task
+    assert [int(v) for v in labels] == [5, 2**63, 2**63 + 2**11, 2**64 - 2**12]
+    np.testing.assert_array_equal(codes, [1, 2, 3, 0, 0, 1])
+    huge = encode_task_ids(np.array([-1.0, 2.0**70]), 2)[1]
+    assert [int(v) for v in huge] == [-1, 2**70]
+
+
+def test_wide_targets_with_duplicate_column_names_are_refused():
+    Y = pd.DataFrame(np.arange(12.0).reshape(4, 3) ** 2, columns=list("abb"))
+    with pytest.raises(DataError, match=r"duplicate column names \['b'\]"):
+        check_multitask(np.ones((4, 2)), Y)
