@@ -110,3 +110,46 @@ def test_reproduce_qm9_only_flags_are_rejected_elsewhere(tmp_path, capsys):
     argv = ["reproduce", "qm9", "--latent-dims", "5,x", "--out", str(tmp_path)]
     assert main(argv) == 2
     assert "--latent-dims must be comma-separated integers" in capsys.readouterr().err
+
+
+# ------------------------------------------- user errors: exit 2, one line
+
+
+def _one_line_error(capsys, prefix: str) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(prefix), err
+    assert not any("Traceback" in line for line in err), err
+    return err[-1]
+
+
+def test_reproduce_into_a_file_is_a_one_line_error(tmp_path, capsys):
+    target = tmp_path / "results.txt"
+    target.write_text("keep")
+    argv = ["reproduce", "table1", "--quick", "--models", "MTLCM"]
+    argv += ["--where", "n_latents=3", "--out", str(target), "--no-progress"]
+    assert main(argv) == 2
+    assert "is a file" in _one_line_error(capsys, "identrep reproduce table1:")
+    assert target.read_text() == "keep"
+
+
+def test_an_unreachable_dask_scheduler_is_a_one_line_error(tmp_path, capsys):
+    import dask  # with distributed: the [test] extra installs both
+
+    argv = ["reproduce", "table1", "--quick", "--models", "MTLCM"]
+    argv += ["--where", "n_latents=3", "--backend", "dask", "--no-progress"]
+    argv += ["--scheduler", "tcp://127.0.0.1:9", "--out", str(tmp_path / "o")]
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+        assert main(argv) == 2
+    assert "127.0.0.1:9" in _one_line_error(capsys, "identrep reproduce table1:")
+
+
+def test_transform_with_a_malformed_model_is_a_one_line_error(tmp_path, capsys):
+    model = tmp_path / "model"
+    model.mkdir()
+    manifest = {"format": "identrep-model", "format_version": 1}
+    manifest |= {"estimator": {"class": "MTLCM"}, "files": {}}
+    (model / "manifest.json").write_text(__import__("json").dumps(manifest))
+    (tmp_path / "t.csv").write_text("a,b\n1,2\n")
+    argv = ["transform", str(model), str(tmp_path / "t.csv"), "--out"]
+    assert main([*argv, str(tmp_path / "z.csv")]) == 2
+    assert "Corrupt model manifest" in _one_line_error(capsys, "identrep transform:")

@@ -96,6 +96,13 @@ def cmd_reproduce(args) -> int:
         print("No configuration left after --where.", file=sys.stderr)
         return 2
     out = Path(args.out or f"results/{args.table}")
+    if out.exists() and not out.is_dir():
+        print(
+            f"identrep reproduce {args.table}: --out {out} is a file; give a folder "
+            "(new, or one a previous `identrep reproduce` wrote).",
+            file=sys.stderr,
+        )
+        return 2
     where = f"backend={args.backend}, jobs={args.jobs}" + (
         f", scheduler={args.scheduler}" if args.scheduler else ""
     )
@@ -115,8 +122,10 @@ def cmd_reproduce(args) -> int:
             progress=not args.no_progress,
         )
         _, text = write_report(out)
-    except (ImportError, FileNotFoundError, RuntimeError, ValueError) as exc:
-        print(f"identrep reproduce {args.table}: {exc}", file=sys.stderr)
+    except (ImportError, RuntimeError, ValueError, OSError) as exc:
+        # OSError: files (permissions, a full disk) and an unreachable scheduler
+        msg = " ".join(str(exc).split())  # one line
+        print(f"identrep reproduce {args.table}: {msg}", file=sys.stderr)
         return 2
     print(text)
     print(
