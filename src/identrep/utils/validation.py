@@ -397,20 +397,21 @@ def check_multitask(
             + ". Drop such tasks or gather more samples."
         )
     if check_constant:
-        sums = np.bincount(data.task_ids, weights=data.y, minlength=data.n_tasks)
-        means = sums / counts
-        dev = np.bincount(
-            data.task_ids,
-            weights=(data.y - means[data.task_ids]) ** 2,
-            minlength=data.n_tasks,
-        )
-        scale = np.maximum(np.abs(means), 1.0)
-        const = np.flatnonzero(dev <= (1e-12 * scale) ** 2 * counts)
+        # scale-free: each task's values relative to its largest magnitude, so a
+        # target in units of 1e-20 or 1e300 is judged as the same target in units of 1
+        t = data.task_ids
+        peak = np.zeros(data.n_tasks)
+        np.maximum.at(peak, t, np.abs(data.y))
+        yn = data.y / np.where(peak > 0, peak, 1.0)[t]
+        means = np.bincount(t, weights=yn, minlength=data.n_tasks) / counts
+        dev = np.bincount(t, weights=(yn - means[t]) ** 2, minlength=data.n_tasks)
+        const = np.flatnonzero(dev <= 1e-24 * counts)  # std <= 1e-12 of the peak
         if const.size:
             lab = data.tasks[const[0]]
+            value = means[const[0]] * (peak[const[0]] or 1.0)
             raise DataError(
                 f"The target of task {_plain(lab)} is constant "
-                f"(value {means[const[0]]:.6g}"
+                f"(value {value:.6g}"
                 + (f"; {const.size} such tasks" if const.size > 1 else "")
                 + "); a constant target carries no information about the latents. "
                 "Drop the task."

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -344,3 +346,17 @@ def test_wide_targets_with_duplicate_column_names_are_refused():
     Y = pd.DataFrame(np.arange(12.0).reshape(4, 3) ** 2, columns=list("abb"))
     with pytest.raises(DataError, match=r"duplicate column names \['b'\]"):
         check_multitask(np.ones((4, 2)), Y)
+
+
+@pytest.mark.parametrize("unit", [1e-300, 1e-20, 1.0, 1e20, 1e300])
+def test_the_constant_target_check_does_not_depend_on_units(unit):
+    rng = np.random.default_rng(0)
+    X, t = rng.standard_normal((40, 2)), np.repeat([0, 1], 20)
+    y = rng.standard_normal(40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow on the way
+        data = check_multitask(X, y * unit, t)
+    assert data.n_tasks == 2
+    flat = np.where(t == 1, 3.0, y) * unit  # task 1 constant at any scale
+    with pytest.raises(DataError, match="The target of task 1 is constant"):
+        check_multitask(X, flat, t)
