@@ -36,6 +36,7 @@ from identrep.exceptions import DataError, NotFittedError
 from identrep.training.loop import IndexBatches, fit_module, split_within_tasks
 from identrep.utils._param_validation import validate_parameter_constraints
 from identrep.utils.seeding import check_random_state, torch_seed_from
+from identrep.utils.threads import fit_threads
 from identrep.utils.torch import resolve_device, resolve_dtype
 from identrep.utils.validation import check_array, check_input_kind
 
@@ -306,7 +307,10 @@ class TorchEstimatorMixin:
             desc=desc or type(self).__name__,
         )
         kwargs.update(overrides)
-        return fit_module(module, loss_fn, train_batches, **kwargs)
+        # small batches: one thread unless the user chose (utils/threads.py)
+        width = sum(p.numel() for p in module.parameters() if p.dim() == 2)
+        with fit_threads(work=float(self.batch_size) * width):
+            return fit_module(module, loss_fn, train_batches, **kwargs)
 
     def _predict_chunks(
         self,

@@ -24,6 +24,7 @@ from identrep.models.multitask._stats import task_statistics
 from identrep.utils._param_validation import Interval, StrOptions
 from identrep.utils.numerics import CAUSAL_THRESHOLD, causal_mask
 from identrep.utils.seeding import check_random_state
+from identrep.utils.threads import fit_threads
 from identrep.utils.torch import resolve_device
 from identrep.utils.validation import check_multitask, check_task_ids
 
@@ -220,6 +221,11 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
             constant target, fewer features than ``n_latents``, or features so
             collinear that the residual covariance is singular.
         """
+        # many tiny batched factorisations: one thread unless the user chose
+        with fit_threads():
+            return self._fit(X, y, task_ids)
+
+    def _fit(self, X, y, task_ids):
         t_start = time.perf_counter()
         self._validate_params()
         self._check_fit_input(X, min_samples=2)
@@ -264,7 +270,8 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
             if self.verbose:
                 print(
                     f"[MTLCM] restart {r}: log-likelihood/sample {ll:.6f}, "
-                    f"{res['n_iter']} L-BFGS iterations, converged={res['converged']}"
+                    f"{res['n_iter']} L-BFGS iterations, "
+                    f"converged={res['converged']}"
                 )
             if best is None or ll > -best["nll"]:
                 best = res
@@ -274,7 +281,7 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
                 f"meeting tol={self.tol:g} ({best['message']}; largest gradient "
                 f"entry {best['grad_max']:.2g}); increase max_iter or n_init.",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,  # the caller of fit
             )
         A, c, m = best["A"], best["c"], best["m"]
         # canonical signs: the largest-magnitude entry of each column of A positive
