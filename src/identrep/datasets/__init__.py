@@ -3,6 +3,7 @@
 from identrep.datasets.bundle import TaskData
 from identrep.datasets.qm9 import MoleculeData, load_qm9
 from identrep.datasets.segments import make_segment_sources
+from identrep.datasets.sparse_tasks import make_sparse_tasks
 from identrep.datasets.superconductivity import (
     compute_superconductivity_features,
     load_superconductivity,
@@ -24,5 +25,6 @@ __all__ = [
     "make_mixing",
     "make_nonlinear_tasks",
     "make_segment_sources",
+    "make_sparse_tasks",
     "make_task_latents",
 ]

@@ -3,6 +3,7 @@
 per batch, differentiated implicitly on the support)."""
 
 from identrep.models.multitask.heads.group_lasso import (
+    GroupLassoHeads,
     SolverInfo,
     fit_group_lasso_heads,
     group_lasso_heads,
@@ -22,6 +23,7 @@ from identrep.models.multitask.heads.ridge import (
 )
 
 __all__ = [
+    "GroupLassoHeads",
     "JointHeads",
     "SolverInfo",
     "TaskMoments",

@@ -67,12 +67,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from identrep.models.multitask.heads._losses import MultinomialLoss, QuadraticLoss
 from identrep.models.multitask.heads.ridge import TaskMoments, task_moments
 
 __all__ = [
+    "GroupLassoHeads",
     "MultinomialLoss",
     "QuadraticLoss",
     "SolverInfo",
@@ -181,23 +182,48 @@ class SolverInfo(NamedTuple):
 
 
 def _fista(loss, inputs, lam, W0, penalized, tol, max_iter, check_every=10):
-    """Batched FISTA with adaptive restart; differentiable if the inputs are."""
+    """Batched FISTA with adaptive restart; differentiable if the inputs are.
+
+    The forward-backward step is ``prox(A V + c)`` with ``A V + c = V - step
+    grad(V)``: for the quadratic loss A = I - step G and c = step C are formed once
+    (one batched ``baddbmm`` per iteration), else A V + c is evaluated through
+    ``loss.grad``. Momentum (k - 1) / (k + 2) per task, reset to 0 where
+    <V - W_new, W_new - W> > 0 (O'Donoghue and Candes' gradient restart).
+    """
     tiny = torch.finfo(W0.dtype).tiny
     step = 1.0 / loss.lipschitz(*inputs).clamp_min(torch.finfo(W0.dtype).eps)
-    thresh = lam * step
+    step = step[:, None, None]
+    thr = lam[:, None, None] * step
+    if loss is QuadraticLoss:
+        G, C = inputs
+        A = torch.eye(G.shape[-1], dtype=G.dtype, device=G.device) - step * G
+        c = step * C
+
+        def forward_step(V):
+            return torch.baddbmm(c, A, V)
+
+    else:
+
+        def forward_step(V):
+            return V - step * loss.grad(V, *inputs)
+
+    if penalized is None and W0.shape[-1] == 1:
+
+        def prox(Z):  # soft-thresholding
+            return Z - torch.minimum(torch.maximum(Z, -thr), thr)
+
+    else:
+
+        def prox(Z):
+            return block_soft_threshold(Z, thr[:, 0, 0], penalized)
+
     W, V = W0, W0
-    t = torch.ones_like(step)
+    k = torch.ones_like(thr)
     converged = False
     it = 0
     for it in range(1, int(max_iter) + 1):
-        W_new = block_soft_threshold(
-            V - step[:, None, None] * loss.grad(V, *inputs), thresh, penalized
-        )
+        W_new = prox(forward_step(V))
         dW = W_new - W
-        restart = ((V - W_new) * dW).sum((-2, -1)) > 0
-        t_new = 0.5 * (1 + torch.sqrt(1 + 4 * t * t))
-        beta = torch.where(restart, torch.zeros_like(t), (t - 1) / t_new)
-        t = torch.where(restart, torch.ones_like(t), t_new)
         if it % check_every == 0 or it == max_iter:
             with torch.no_grad():
                 move = (W_new - V).abs().amax((-2, -1))
@@ -206,7 +232,9 @@ def _fista(loss, inputs, lam, W0, penalized, tol, max_iter, check_every=10):
                     W = W_new
                     converged = True
                     break
-        V = W_new + beta[:, None, None] * dW
+        restart = ((V - W_new) * dW).sum((-2, -1), keepdim=True) > 0
+        k = torch.where(restart, 1.0, k + 1)
+        V = W_new + ((k - 1) / (k + 2)) * dW
         W = W_new
     return W, SolverInfo(it, converged)
 
@@ -542,3 +570,32 @@ def fit_group_lasso_heads(
     """
     m = task_moments(F.double(), y.double(), task_ids, int(n_tasks))
     return group_lasso_heads(m, l1_reg, tol=tol, max_iter=max_iter)
+
+
+class GroupLassoHeads(nn.Module):
+    """Solver state of lasso task heads: no parameters, the last solution per task.
+
+    ``weight`` (n_tasks, d) is a buffer holding each task's latest inner solution,
+    the warm start of its next solve (tasks return every epoch). ``tol``,
+    ``max_iter`` and ``diff`` are the inner solver's settings
+    (:func:`group_lasso_heads`).
+    """
+
+    def __init__(self, n_features, n_tasks, *, tol=1e-5, max_iter=500, diff="implicit"):
+        super().__init__()
+        self.register_buffer("weight", torch.zeros(int(n_tasks), int(n_features)))
+        self.n_tasks = int(n_tasks)
+        self.solver = dict(tol=float(tol), max_iter=int(max_iter), diff=diff)
+
+    def solve(self, moments: TaskMoments, tasks: Tensor | None, l1_reg: float):
+        """Heads of the tasks ``tasks`` (all when None) from their ``moments``,
+        warm started from and stored into ``weight``."""
+        W0 = self.weight if tasks is None else self.weight[tasks]
+        W, b, _ = group_lasso_heads(
+            moments, l1_reg, W0.to(moments.mean_f), **self.solver
+        )
+        with torch.no_grad():
+            keep = moments.count > 0
+            idx = torch.nonzero(keep).squeeze(1) if tasks is None else tasks[keep]
+            self.weight[idx] = W.detach()[keep].to(self.weight.dtype)
+        return W, b
