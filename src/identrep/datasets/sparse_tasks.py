@@ -166,7 +166,8 @@ def make_sparse_tasks(
         weights = rng.standard_normal((T, d)) * causal
         signal = np.einsum("tnd,td->tn", Z, weights)
         eps = rng.standard_normal((T, n))
-        scale = noise_ratio * np.linalg.norm(signal, axis=1) / np.linalg.norm(eps, 1)
+        scale = noise_ratio * np.linalg.norm(signal, axis=1)
+        scale = scale / np.linalg.norm(eps, axis=1)
         y = (signal + scale[:, None] * eps).reshape(T * n)
         noise_std = scale
     else:
