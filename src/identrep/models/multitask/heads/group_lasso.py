@@ -11,8 +11,7 @@ multinomial classification) and P the penalised rows (all of them, except the
 intercept row of the multinomial loss). Two smooth losses are provided:
 
 * quadratic (regression, :class:`QuadraticLoss` in ``_losses.py``): on task-centred
-  moments
-  G_t = (1/n_t) F_c^T F_c (d, d) and C_t = (1/n_t) F_c^T Y_c (d, k),
+  moments G_t = (1/n_t) F_c^T F_c (d, d), C_t = (1/n_t) F_c^T Y_c (d, k),
   L_t(W) = 0.5 tr(W^T G_t W) - tr(W^T C_t), which is (1/(2 n_t)) ||Y_c - F_c W||^2
   up to a constant; the intercept b_t = y_bar - W^T f_bar is then exact.
 * multinomial (classification, :class:`MultinomialLoss`): on F_t (n, d + 1) whose
@@ -57,9 +56,8 @@ and identifiability in multi-task learning. ICML.
 Q. Bertrand, Q. Klopfenstein, M. Massias, M. Blondel, S. Vaiter, A. Gramfort,
 J. Salmon (2022). Implicit differentiation for fast hyperparameter selection in
 non-smooth convex learning. JMLR.
-A. Beck, M. Teboulle (2009). A fast iterative shrinkage-thresholding algorithm
-(FISTA). SIAM J. Imaging Sci. B. O'Donoghue, E. Candes (2015). Adaptive restart for
-accelerated gradient schemes. Found. Comput. Math.
+A. Beck, M. Teboulle (2009). FISTA. SIAM J. Imaging Sci. B. O'Donoghue, E. Candes
+(2015). Adaptive restart for accelerated gradient schemes. Found. Comput. Math.
 """
 
 from __future__ import annotations
