@@ -9,6 +9,7 @@ from identrep.datasets.shapes import (
     render_shapes,
     sample_shapes_factors,
 )
+from identrep.datasets.sparse_tasks import make_sparse_tasks
 from identrep.datasets.superconductivity import (
     compute_superconductivity_features,
     load_superconductivity,
@@ -32,6 +33,7 @@ __all__ = [
     "make_nonlinear_tasks",
     "make_segment_sources",
     "make_shapes_tasks",
+    "make_sparse_tasks",
     "make_task_latents",
     "render_shapes",
     "sample_shapes_factors",

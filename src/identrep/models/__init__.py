@@ -2,10 +2,17 @@
 two-stage pipeline), :mod:`~identrep.models.vae` (VAE, iVAE, iCaRL and their
 multi-task versions) and :mod:`~identrep.models.nn` (the torch modules they share)."""
 
-from identrep.models.multitask import MTLCM, MTRN, TaskIdentifiable
+from identrep.models.multitask import (
+    MTLCM,
+    MTRN,
+    BilevelSparseMTL,
+    RidgeICA,
+    TaskIdentifiable,
+)
 from identrep.models.vae import IVAE, MTIVAE, VAE, ICaRL, MTICaRL
 
 __all__ = [
+    "BilevelSparseMTL",
     "IVAE",
     "MTIVAE",
     "MTLCM",
@@ -13,5 +20,6 @@ __all__ = [
     "VAE",
     "ICaRL",
     "MTICaRL",
+    "RidgeICA",
     "TaskIdentifiable",
 ]

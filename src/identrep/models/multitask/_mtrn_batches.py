@@ -18,9 +18,33 @@ import torch
 from torch import Tensor
 
 from identrep.models.multitask._mtrn_loss import ObsBatch, RowBatch
-from identrep.models.multitask.heads import fit_ridge_heads, fit_ridge_heads_wide
+from identrep.models.multitask.heads import (
+    GroupLassoHeads,
+    JointHeads,
+    fit_group_lasso_heads,
+    fit_ridge_heads,
+    fit_ridge_heads_wide,
+)
 
-__all__ = ["head_refit_step", "observation_batches", "row_batches"]
+__all__ = ["final_heads", "head_refit_step", "observation_batches", "row_batches"]
+
+
+def final_heads(module, F, y_std, task_ids, n_tasks, *, alpha, l1_reg):
+    """The fitted heads (W (T, d), b (T,), float64 numpy) on the standardised scale.
+
+    Joint heads are read from the module; ridge and lasso heads are solved once on
+    all observations (features ``F`` of shape (n_obs, d) as float64 numpy).
+    """
+    heads = module.heads
+    if isinstance(heads, JointHeads):
+        W = heads.weight.detach().cpu().double().numpy()
+        return W, heads.bias.detach().cpu().double().numpy()
+    args = (torch.as_tensor(F), torch.as_tensor(y_std), torch.as_tensor(task_ids))
+    if isinstance(heads, GroupLassoHeads):
+        W, b, _ = fit_group_lasso_heads(*args, n_tasks, l1_reg)
+    else:
+        W, b = fit_ridge_heads(*args, n_tasks, alpha)
+    return W.numpy(), b.numpy()
 
 
 def observation_batches(

@@ -14,7 +14,13 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from identrep.models.multitask.heads import ridge_heads, ridge_heads_masked
+from identrep.models.multitask.heads import (
+    GroupLassoHeads,
+    ridge_heads,
+    ridge_heads_masked,
+    task_moments,
+    task_moments_masked,
+)
 from identrep.models.nn.mlp import MultiTaskNet
 
 __all__ = ["ObsBatch", "RowBatch", "mtrn_loss"]
@@ -56,14 +62,21 @@ def _half_mse(resid: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
 
 
 def mtrn_loss(
-    module: MultiTaskNet, batch: ObsBatch | RowBatch, *, alpha: float | None = None
+    module: MultiTaskNet,
+    batch: ObsBatch | RowBatch,
+    *,
+    alpha: float | None = None,
+    l1_reg: float | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Gaussian negative log-likelihood (unit noise) of a minibatch, up to constants.
 
     ``0.5 * mean over scored (sample, task) pairs of (y - w_t^T h(x) - b_t)^2``. The
     heads are ``module.heads`` (joint) or, when it is ``None``, per-task ridge
     solutions with penalty ``alpha`` on the batch's ``fit`` entries, differentiated
-    through (:func:`identrep.models.multitask.heads.ridge_heads`).
+    through (:func:`identrep.models.multitask.heads.ridge_heads`), or, when it is a
+    :class:`~identrep.models.multitask.heads.GroupLassoHeads`, per-task lasso
+    solutions with penalty ``l1_reg * lambda_max`` differentiated implicitly on
+    their support (:func:`identrep.models.multitask.heads.group_lasso_heads`).
 
     Parameters
     ----------
@@ -71,6 +84,8 @@ def mtrn_loss(
     batch : ObsBatch or RowBatch
     alpha : float, optional
         Ridge penalty; required when ``module.heads`` is None.
+    l1_reg : float, optional
+        Lasso penalty as a fraction of lambda_max; required for group-lasso heads.
 
     Returns
     -------
@@ -79,7 +94,12 @@ def mtrn_loss(
         Number of terms averaged (the batch's weight in epoch means).
     """
     F = module(batch.x)
+    lasso = isinstance(module.heads, GroupLassoHeads)
     if isinstance(batch, RowBatch):
+        if lasso:
+            moments = task_moments_masked(F, batch.Y, batch.fit)
+            W, b = module.heads.solve(moments, None, l1_reg)
+            return _half_mse(F @ W.T + b - batch.Y, batch.score & batch.fit.any(0))
         if module.heads is not None:
             P = module.heads(F)
             score = batch.score
@@ -88,10 +108,14 @@ def mtrn_loss(
             P = F @ W.T + b
             score = batch.score & batch.fit.any(0)
         return _half_mse(P - batch.Y, score)
-    if module.heads is not None:
+    if module.heads is not None and not lasso:
         return _half_mse(module.heads.gather(F, batch.task) - batch.y, batch.score)
     uniq, local = torch.unique(batch.task, return_inverse=True)
-    W, b = ridge_heads(F, batch.y, local, uniq.numel(), alpha, weight=batch.fit)
+    if lasso:
+        m = task_moments(F, batch.y, local, uniq.numel(), weight=batch.fit)
+        W, b = module.heads.solve(m, uniq, l1_reg)
+    else:
+        W, b = ridge_heads(F, batch.y, local, uniq.numel(), alpha, weight=batch.fit)
     pred = (F * W[local]).sum(-1) + b[local]
     score = batch.score
     if batch.fit is not None:

@@ -306,7 +306,7 @@ _POS_FLOAT = r"a float in the range \(0, inf\)"
         ({"batch_size": 0}, _POS_INT),
         ({"max_epochs": 1.5}, _POS_INT),
         ({"patience": 0}, _POS_INT + " or None"),
-        ({"heads": "lasso"}, r"a str among \{'joint', 'ridge'\}"),
+        ({"heads": "lasso"}, r"a str among \{'group_lasso', 'joint', 'ridge'\}"),
         ({"ridge_alpha": 0.0}, _POS_FLOAT),
         ({"lr": -1.0}, _POS_FLOAT),
         ({"val_fraction": 1.0}, r"a float in the range \[0, 1\)"),

@@ -13,7 +13,7 @@ import warnings
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from identrep import MTLCM, MTRN, TaskIdentifiable
+from identrep import MTLCM, MTRN, BilevelSparseMTL, RidgeICA, TaskIdentifiable
 from identrep.exceptions import ConvergenceWarning
 
 TINY_MTRN = dict(max_epochs=2, batch_size=64, patience=None)
@@ -27,6 +27,9 @@ ESTIMATORS = [
         mtlcm_params={"max_iter": 30},
         random_state=0,
     ),
+    MTRN(n_latents=2, heads="group_lasso", random_state=0, **TINY_MTRN),
+    BilevelSparseMTL(n_latents=2, random_state=0, **TINY_MTRN),
+    RidgeICA(n_latents=2, random_state=0, **TINY_MTRN),
 ]
 
 # Checks that fit with a 1-D ``y`` and no task ids whatever the tags say: a 1-D
@@ -53,6 +56,8 @@ EXPECTED_FAILED: dict[str, dict[str, str]] = {
         + "; and on a single task the start is already stationary (n_iter_ = 0)",
     },
     "TaskIdentifiable": dict(_ONE_D_Y_CHECKS),
+    "BilevelSparseMTL": dict(_ONE_D_Y_CHECKS),
+    "RidgeICA": dict(_ONE_D_Y_CHECKS),
 }
 
 
