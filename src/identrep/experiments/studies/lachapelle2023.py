@@ -285,7 +285,7 @@ def make_data(config: SparseMTLConfig) -> tuple[StudyData, int]:
         config.n_tasks,
         config.n_samples,
         config.n_latents,
-        rho=rho,
+        correlation=rho,
         support_prob=p,
         noise_ratio=noise,
         random_state=seed,
@@ -344,6 +344,18 @@ def _kwargs_for(cls, **settings) -> dict:
     return out
 
 
+#: BilevelSparseMTL's training defaults, given to the inner-ridge MTRN so the two
+#: learners differ only in their heads.
+_BILEVEL_TRAINING = dict(
+    activation="leaky_relu",
+    lr=1e-3,
+    lr_schedule=None,
+    batch_size=400,
+    patience=None,
+    val_fraction=0.0,
+)
+
+
 def _estimator(config: SparseMTLConfig, model_seed: int):
     """The unfitted learner of a configuration (classes imported lazily)."""
     settings = dict(
@@ -351,14 +363,17 @@ def _estimator(config: SparseMTLConfig, model_seed: int):
         extractor=_conv_extractor if config.data == "shapes" else None,
     )
     d = config.n_latents
-    if config.model in ("group-lasso", "inner-ridge"):
+    if config.model == "group-lasso":
         from identrep.models.multitask.bilevel import BilevelSparseMTL
 
-        heads = "group_lasso" if config.model == "group-lasso" else "ridge"
         kw = _kwargs_for(BilevelSparseMTL, **settings)
-        if heads == "group_lasso":
-            kw["l1_reg"] = L1_REG
-        return BilevelSparseMTL(d, heads=heads, random_state=model_seed, **kw)
+        return BilevelSparseMTL(d, l1_reg=L1_REG, random_state=model_seed, **kw)
+    if config.model == "inner-ridge":
+        # the bilevel learner's training with closed-form ridge heads instead
+        from identrep.models.multitask.mtrn import MTRN
+
+        kw = {**_BILEVEL_TRAINING, **_kwargs_for(MTRN, **settings)}
+        return MTRN(d, heads="ridge", random_state=model_seed, **kw)
     if config.model == "inner-ridge+ICA":
         from identrep.models.multitask.ridge_ica import RidgeICA
 
