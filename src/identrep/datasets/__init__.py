@@ -3,6 +3,7 @@
 from identrep.datasets.bundle import TaskData
 from identrep.datasets.qm9 import MoleculeData, load_qm9
 from identrep.datasets.segments import make_segment_sources
+from identrep.datasets.sparse_factors import SparseFactorData, make_sparse_factors
 from identrep.datasets.superconductivity import (
     compute_superconductivity_features,
     load_superconductivity,
@@ -16,6 +17,7 @@ from identrep.datasets.synthetic import (
 
 __all__ = [
     "MoleculeData",
+    "SparseFactorData",
     "TaskData",
     "compute_superconductivity_features",
     "load_qm9",
@@ -24,5 +26,6 @@ __all__ = [
     "make_mixing",
     "make_nonlinear_tasks",
     "make_segment_sources",
+    "make_sparse_factors",
     "make_task_latents",
 ]
