@@ -1,15 +1,26 @@
 """identrep models, by family: :mod:`~identrep.models.multitask` (MTRN, MTLCM, the
-two-stage pipeline), :mod:`~identrep.models.vae` (VAE, iVAE, iCaRL and their
-multi-task versions) and :mod:`~identrep.models.nn` (the torch modules they share)."""
+two-stage pipeline), :mod:`~identrep.models.vae` (VAE, beta-VAE, Sparse VAE,
+iVAE, iCaRL and their multi-task versions) and :mod:`~identrep.models.nn` (the torch
+modules they share)."""
 
 from identrep.models.multitask import MTLCM, MTRN, TaskIdentifiable
-from identrep.models.vae import IVAE, MTIVAE, VAE, ICaRL, MTICaRL
+from identrep.models.vae import (
+    IVAE,
+    MTIVAE,
+    VAE,
+    BetaVAE,
+    ICaRL,
+    MTICaRL,
+    SparseVAE,
+)
 
 __all__ = [
+    "BetaVAE",
     "IVAE",
     "MTIVAE",
     "MTLCM",
     "MTRN",
+    "SparseVAE",
     "VAE",
     "ICaRL",
     "MTICaRL",

@@ -17,3 +17,10 @@ from identrep.models.nn.vae import (  # noqa: E402
 
 __all__ += ["ConditionalPrior", "ConditionalVAE", "Conditioner", "GaussianDecoder"]
 __all__ += ["GaussianEncoder", "ExpFamPrior", "ICaRLModule"]
+# the Sparse VAE's modules
+from identrep.models.nn.sparse_vae import (  # noqa: E402
+    MaskedFeatureDecoder,
+    SparseVAEModule,
+)
+
+__all__ += ["MaskedFeatureDecoder", "SparseVAEModule"]
