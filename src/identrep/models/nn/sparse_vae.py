@@ -65,10 +65,8 @@ class MaskedFeatureDecoder(nn.Module):
         hidden_sizes: Sequence[int] = (50, 50),
         activation: str = "relu",
         chunk_size: int | None = None,
-        normalize_first: bool = False,
     ):
         super().__init__()
-        self.normalize_first = bool(normalize_first)
         hidden = tuple(int(h) for h in hidden_sizes)
         if not hidden:
             raise ValueError("hidden_sizes must name at least one layer; got ().")
@@ -92,10 +90,7 @@ class MaskedFeatureDecoder(nn.Module):
     def _block(self, z: Tensor, W: Tensor, A: Tensor, c: Tensor) -> Tensor:
         """Outputs (batch, f) of a block of f features with masks W (f, K), head
         weights A (f, H) and biases c (f,)."""
-        W1 = self.first.weight
-        if self.normalize_first:
-            W1 = W1 / W1.norm(dim=0, keepdim=True).clamp_min(1e-12)
-        h = self.act(torch.nn.functional.linear(z[:, None, :] * W, W1))  # (B, f, H1)
+        h = self.act(self.first(z[:, None, :] * W))  # (B, f, H1)
         for layer in self.rest:
             h = self.act(layer(h))
         return torch.einsum("bfh,fh->bf", h, A) + c
