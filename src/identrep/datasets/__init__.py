@@ -9,6 +9,7 @@ from identrep.datasets.shapes import (
     render_shapes,
     sample_shapes_factors,
 )
+from identrep.datasets.sparse_factors import SparseFactorData, make_sparse_factors
 from identrep.datasets.sparse_tasks import make_sparse_tasks
 from identrep.datasets.superconductivity import (
     compute_superconductivity_features,
@@ -24,6 +25,7 @@ from identrep.datasets.synthetic import (
 __all__ = [
     "SHAPES_FACTORS",
     "MoleculeData",
+    "SparseFactorData",
     "TaskData",
     "compute_superconductivity_features",
     "load_qm9",
@@ -34,6 +36,7 @@ __all__ = [
     "make_segment_sources",
     "make_shapes_tasks",
     "make_sparse_tasks",
+    "make_sparse_factors",
     "make_task_latents",
     "render_shapes",
     "sample_shapes_factors",

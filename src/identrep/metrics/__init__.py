@@ -1,6 +1,7 @@
 """Metrics for latent and causal-structure recovery (pure numpy/scipy)."""
 
 from identrep.metrics._causal import causal_accuracy, causal_scores, match_latents
+from identrep.metrics._dci import dci, dci_from_importances
 from identrep.metrics._mcc import (
     correlation_matrix,
     cross_seed_mcc,
@@ -13,6 +14,8 @@ __all__ = [
     "causal_accuracy",
     "causal_scores",
     "correlation_matrix",
+    "dci",
+    "dci_from_importances",
     "cross_seed_mcc",
     "match_latents",
     "mcc",

@@ -1,6 +1,7 @@
 """identrep models, by family: :mod:`~identrep.models.multitask` (MTRN, MTLCM, the
-two-stage pipeline), :mod:`~identrep.models.vae` (VAE, iVAE, iCaRL and their
-multi-task versions) and :mod:`~identrep.models.nn` (the torch modules they share)."""
+two-stage pipeline), :mod:`~identrep.models.vae` (VAE, beta-VAE, Sparse VAE,
+iVAE, iCaRL and their multi-task versions) and :mod:`~identrep.models.nn` (the torch
+modules they share)."""
 
 from identrep.models.multitask import (
     MTLCM,
@@ -9,14 +10,24 @@ from identrep.models.multitask import (
     RidgeICA,
     TaskIdentifiable,
 )
-from identrep.models.vae import IVAE, MTIVAE, VAE, ICaRL, MTICaRL
+from identrep.models.vae import (
+    IVAE,
+    MTIVAE,
+    VAE,
+    BetaVAE,
+    ICaRL,
+    MTICaRL,
+    SparseVAE,
+)
 
 __all__ = [
+    "BetaVAE",
     "BilevelSparseMTL",
     "IVAE",
     "MTIVAE",
     "MTLCM",
     "MTRN",
+    "SparseVAE",
     "VAE",
     "ICaRL",
     "MTICaRL",

@@ -21,3 +21,11 @@ __all__ += ["GaussianEncoder", "ExpFamPrior", "ICaRLModule"]
 from identrep.models.nn.conv import ConvEncoder  # noqa: E402
 
 __all__ += ["ConvEncoder"]
+
+# the Sparse VAE's modules
+from identrep.models.nn.sparse_vae import (  # noqa: E402
+    MaskedFeatureDecoder,
+    SparseVAEModule,
+)
+
+__all__ += ["MaskedFeatureDecoder", "SparseVAEModule"]

@@ -1,5 +1,5 @@
-"""The VAE family: the plain VAE and the conditional VAEs with identifiable priors
-(iVAE, MT-iVAE, iCaRL, MT-iCaRL).
+"""The VAE family: the plain VAE, the beta-VAE, the Sparse VAE and the conditional
+VAEs with identifiable priors (iVAE, MT-iVAE, iCaRL, MT-iCaRL).
 
 Layers: pure ELBO terms in ``_elbo`` (and ``_icarl_loss``, ``_score_matching``),
 ``nn.Module``s in :mod:`identrep.models.nn.vae` and :mod:`identrep.models.nn.icarl`,
@@ -7,8 +7,10 @@ estimators on the base classes ``_base.BaseVAE`` (unconditional) and
 ``_conditional.ConditionalVAEEstimator`` (u = target and/or task).
 """
 
+from identrep.models.vae.beta_vae import BetaVAE
 from identrep.models.vae.icarl import ICaRL, MTICaRL
 from identrep.models.vae.ivae import IVAE, MTIVAE
+from identrep.models.vae.sparse_vae import SparseVAE
 from identrep.models.vae.vae import VAE
 
-__all__ = ["IVAE", "MTIVAE", "VAE", "ICaRL", "MTICaRL"]
+__all__ = ["IVAE", "MTIVAE", "VAE", "BetaVAE", "ICaRL", "MTICaRL", "SparseVAE"]

@@ -251,6 +251,26 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
         negative ELBO and no post-epoch hook. ``n_train``: training-set size."""
         return neg_elbo_loss, None
 
+    def _input_stats(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """``(x_mean, x_scale)`` of the input standardisation folded into the
+        module: the pooled mean and population std (a constant column keeps scale
+        1). Override for inputs that are not dense arrays."""
+        x_mean = X.mean(axis=0)
+        return x_mean, safe_scale(X.std(axis=0), x_mean)
+
+    def _make_collate(self, Xo, data: MultiTaskArrays) -> Callable[[Any], VAEBatch]:
+        """``collate(obs) -> VAEBatch`` for index tensors ``obs`` into the rows of
+        ``Xo`` (one row per observation). Default: the data are copied to the
+        device once and batches are index lookups; override to densify or stream
+        rows batch by batch."""
+        Xt, yt = self._tensor(Xo), self._tensor(data.y)
+        tt = self._tensor(data.task_ids, torch.int64)
+
+        def collate(obs):
+            return VAEBatch(Xt[obs], yt[obs], tt[obs])
+
+        return collate
+
     def _set_fitted(self, data: MultiTaskArrays) -> None:
         """Set subclass-specific fitted attributes (after training)."""
 
@@ -294,8 +314,7 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
 
         # one row per observation (wide data repeat a row once per observed task)
         Xo = data.X if data.layout == "long" else data.X[data.rows]
-        x_mean = data.X.mean(axis=0)
-        x_scale = safe_scale(data.X.std(axis=0), x_mean)
+        x_mean, x_scale = self._input_stats(data.X)
         y_mean = float(data.y.mean()) if data.n_obs else 0.0
         y_scale = float(safe_scale(data.y[:, None].std(axis=0), [y_mean])[0])
 
@@ -304,12 +323,7 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
             net = self._build_module(p, n_tasks, x_mean, x_scale, y_mean, y_scale)
         net = net.to(device=self.device_, dtype=self.dtype_)
 
-        Xt, yt = self._tensor(Xo), self._tensor(data.y)
-        tt = self._tensor(data.task_ids, torch.int64)
-
-        def collate(obs):
-            return VAEBatch(Xt[obs], yt[obs], tt[obs])
-
+        collate = self._make_collate(Xo, data)
         train_b = self._batches(train_idx, collate, seed=batch_seed)
         val_b = self._batches(val_idx, collate, shuffle=False) if val_idx.size else None
         loss_fn, post_epoch = self._make_loss(len(train_idx))

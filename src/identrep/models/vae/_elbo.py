@@ -33,9 +33,11 @@ __all__ = [
     "VAEBatch",
     "VAEOutput",
     "aggregate_posterior_log_probs",
+    "bernoulli_log_prob",
     "gaussian_log_prob",
     "kl_diag_gaussians",
     "laplace_log_prob",
+    "multinomial_log_prob",
     "neg_elbo_loss",
     "prior_log_prob",
     "reparameterize",
@@ -110,6 +112,38 @@ def laplace_log_prob(x: Tensor, loc: Tensor, log_var: Tensor) -> Tensor:
     """
     log_b = 0.5 * (log_var - math.log(2.0))
     return -(math.log(2.0) + log_b + (x - loc).abs() * torch.exp(-log_b)).sum(-1)
+
+
+def bernoulli_log_prob(x: Tensor, logits: Tensor) -> Tensor:
+    """Log-likelihood of independent Bernoulli variables given their logits, summed
+    over the last dimension: ``sum_j x_j logits_j - softplus(logits_j)`` (also for
+    x in [0, 1], the cross-entropy).
+
+    Parameters
+    ----------
+    x, logits : Tensor of broadcastable shapes (..., n)
+
+    Returns
+    -------
+    Tensor of shape (...)
+    """
+    return (x * logits - torch.nn.functional.softplus(logits)).sum(-1)
+
+
+def multinomial_log_prob(x: Tensor, logits: Tensor) -> Tensor:
+    """Multinomial log-likelihood of counts ``x`` without the count-only constant:
+    ``sum_j x_j log softmax(logits)_j`` (bag of words; per-row sums of ``x`` are the
+    document lengths).
+
+    Parameters
+    ----------
+    x, logits : Tensor of broadcastable shapes (..., n)
+
+    Returns
+    -------
+    Tensor of shape (...)
+    """
+    return (x * torch.log_softmax(logits, dim=-1)).sum(-1)
 
 
 def prior_log_prob(dist: str, z: Tensor, mean: Tensor, log_var: Tensor) -> Tensor:
@@ -224,7 +258,11 @@ def vae_pass(module: ConditionalVAE, batch: VAEBatch) -> VAEOutput:
 
 # ================================================================= losses
 def neg_elbo_loss(
-    module: ConditionalVAE, batch: VAEBatch, *, analytic_kl: bool = True
+    module: ConditionalVAE,
+    batch: VAEBatch,
+    *,
+    analytic_kl: bool = True,
+    beta: float = 1.0,
 ) -> tuple[Tensor, int]:
     """Negative ELBO per sample, averaged over the batch, with one sample of z.
 
@@ -232,7 +270,8 @@ def neg_elbo_loss(
     term estimated with one reparameterised sample. The KL is exact for a Gaussian
     prior when ``analytic_kl`` (lower variance), otherwise the one-sample estimate
     ``log q(z | x, u) - log p(z | u)`` (always for a Laplace prior). Units: nats per
-    sample on the standardised inputs.
+    sample on the standardised inputs. ``beta`` multiplies the KL (the beta-VAE of
+    Higgins et al., 2017; 1 is the ELBO).
 
     Returns
     -------
@@ -251,6 +290,8 @@ def neg_elbo_loss(
         kl = gaussian_log_prob(out.z, out.z_mean, out.z_log_var) - prior_log_prob(
             dist, out.z, out.prior_mean, out.prior_log_var
         )
+    if beta != 1.0:
+        kl = beta * kl
     return (kl - rec).mean(), batch.x.shape[0]
 
 

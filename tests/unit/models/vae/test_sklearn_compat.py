@@ -22,7 +22,7 @@ import pytest
 import sklearn
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from identrep.models.vae import IVAE, MTIVAE, VAE, ICaRL, MTICaRL
+from identrep.models.vae import IVAE, MTIVAE, VAE, BetaVAE, ICaRL, MTICaRL, SparseVAE
 
 if tuple(int(v) for v in sklearn.__version__.split(".")[:2]) < (1, 6):
     pytest.skip(
@@ -92,6 +92,8 @@ ESTIMATORS = [
     ICaRL(**TINY, **ICARL),
     ICaRL(condition_encoder=False, **TINY, **ICARL),
     MTICaRL(**TINY, **ICARL),
+    BetaVAE(**TINY),
+    SparseVAE(**TINY),
 ]
 
 

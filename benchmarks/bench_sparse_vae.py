@@ -1,0 +1,155 @@
+"""Sparse VAE decoder at MovieLens width: one training step, CPU, one thread.
+
+A random binary matrix of 943 x 1682 (MovieLens-100K's shape), K = 50 latents,
+hidden width 300 (two layers), batch 512, categorical likelihood. Each variant runs in
+its own child process (so its peak resident memory is its own) and times
+``--batches`` full training steps (forward, backward, Adam step) of the Sparse VAE
+loss; the epoch time is extrapolated as seconds per batch x 943 / 512 (an epoch
+is two batches, one of them partial). Variants:
+
+* ``vectorised``: :class:`~identrep.models.nn.sparse_vae.MaskedFeatureDecoder`,
+  feature blocks checkpointed under autograd (the library default; bounded memory);
+* ``vectorised-nockpt``: the same blocks kept in memory (no recomputation);
+* ``loop``: one pass of the shared network per feature (the authors' structure);
+* ``gemm``: a plain float32 GEMM (M = 512 * 1682, 300) x (300, 300), the decoder's
+  dominant product, timed for its multiply-adds per second.
+
+Achieved throughput counts 3 x the forward multiply-adds per step (forward +
+backward), whatever the variant recomputes, and is reported as a fraction of the
+GEMM's.
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/bench_sparse_vae.py [--batches 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import platform
+import resource
+import time
+
+N, G, K, H, B = 943, 1682, 50, 300, 512
+
+
+def _forward_macs(batch: int) -> float:
+    """Multiply-adds of one decoder forward pass for ``batch`` rows."""
+    return float(batch) * G * (K * H + H * H + H)
+
+
+def _loop_forward(dec, z):
+    import torch
+
+    cols = []
+    for j in range(dec.n_features):
+        h = dec.act(dec.first(z * dec.W[j]))
+        for layer in dec.rest:
+            h = dec.act(layer(h))
+        cols.append(h @ dec.head_weight[j] + dec.head_bias[j])
+    return torch.stack(cols, 1)
+
+
+def _child(variant: str, n_batches: int, queue) -> None:
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(1)
+    from identrep.models.nn.sparse_vae import MaskedFeatureDecoder, SparseVAEModule
+    from identrep.models.nn.vae import GaussianEncoder
+    from identrep.models.vae._elbo import VAEBatch
+    from identrep.models.vae._ssl import sparse_vae_loss
+
+    rng = np.random.default_rng(0)
+    if variant == "gemm":
+        a = torch.randn(B * G // 8, H)
+        w = torch.randn(H, H)
+        a @ w  # warm-up
+        t0 = time.perf_counter()
+        reps = 3
+        for _ in range(reps):
+            a @ w
+        sec = (time.perf_counter() - t0) / reps
+        macs = a.shape[0] * H * H
+        queue.put(dict(variant=variant, macs_per_s=macs / sec, seconds=sec))
+        return
+    X = torch.tensor((rng.random((N, G)) < 0.06).astype(np.float32))
+    torch.manual_seed(0)
+    chunk = None if variant != "vectorised-nockpt" else G
+    dec = MaskedFeatureDecoder(K, G, (H, H), "relu", chunk_size=chunk)
+    enc = GaussianEncoder(G, 0, K, (H, H), "relu")
+    mod = SparseVAEModule(enc, dec, "categorical", X.mean(0), X.std(0) + 1e-3)
+    if variant == "loop":
+        mod.decoder.forward = lambda z: _loop_forward(dec, z)
+    opt = torch.optim.Adam([p for p in mod.parameters() if p.requires_grad], lr=1e-3)
+    times = []
+    for i in range(n_batches + 1):  # the first step is a warm-up
+        idx = torch.as_tensor(rng.choice(N, B, replace=False))
+        batch = VAEBatch(X[idx], torch.zeros(B), torch.zeros(B, dtype=torch.int64))
+        t0 = time.perf_counter()
+        loss, _ = sparse_vae_loss(mod, batch, n_data=N, lambda0=10.0, lambda1=1.0)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if i:
+            times.append(time.perf_counter() - t0)
+    sec = float(np.median(times))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MiB (Linux)
+    queue.put(
+        dict(
+            variant=variant,
+            seconds_per_batch=sec,
+            epoch_seconds=sec * N / B,
+            macs_per_s=3 * _forward_macs(B) / sec,
+            peak_rss_mib=peak,
+        )
+    )
+
+
+def run(variant: str, n_batches: int) -> dict:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(variant, n_batches, q))
+    p.start()
+    out = q.get()
+    p.join()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--batches", type=int, default=2)
+    ap.add_argument(
+        "--variants",
+        nargs="+",
+        default=["gemm", "vectorised", "vectorised-nockpt", "loop"],
+    )
+    ap.add_argument("--json", default=None, help="also write the results here")
+    args = ap.parse_args()
+    print(
+        f"Sparse VAE decoder, {N}x{G} binary, K={K}, hidden ({H}, {H}), batch {B}, "
+        f"1 thread, {platform.processor() or platform.machine()}; "
+        f"{_forward_macs(1) / 1e6:.0f} M multiply-adds per sample forward"
+    )
+    res = [run(v, args.batches) for v in args.variants]
+    gemm = next((r["macs_per_s"] for r in res if r["variant"] == "gemm"), None)
+    for r in res:
+        if r["variant"] == "gemm":
+            print(f"  gemm                {r['macs_per_s'] / 1e9:7.2f} G MAC/s")
+            continue
+        frac = f"{r['macs_per_s'] / gemm:5.2f} of GEMM" if gemm else ""
+        print(
+            f"  {r['variant']:<19} {r['seconds_per_batch']:7.2f} s/batch  "
+            f"epoch ~{r['epoch_seconds']:6.1f} s (extrapolated)  "
+            f"{r['macs_per_s'] / 1e9:6.2f} G MAC/s {frac}  "
+            f"peak RSS {r['peak_rss_mib']:6.0f} MiB"
+        )
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(res, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()
