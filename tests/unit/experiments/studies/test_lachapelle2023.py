@@ -89,7 +89,9 @@ def test_synthetic_data_calls_make_sparse_tasks_with_the_configuration(monkeypat
     assert data.train == "tasks" and data.X_eval is None
     ((n_tasks, n_samples, d, kw),) = calls
     assert (n_tasks, n_samples, d) == (3, 6, 6)
-    assert kw == dict(rho=0.75, support_prob=0.9, noise_ratio=0.5, random_state=seed)
+    assert kw == dict(
+        correlation=0.75, support_prob=0.9, noise_ratio=0.5, random_state=seed
+    )
     lach.make_data(dataclasses.replace(config, mixing="linear"))
     assert calls[-1][3]["mixing"] == "linear"
     # the data seed depends on the data fields only
