@@ -93,7 +93,7 @@ def make_sparse_factors(
     Examples
     --------
     >>> data = make_sparse_factors(100, rho=0.4, random_state=0)
-    >>> data.X.shape, data.Z.shape, data.support.sum()
+    >>> data.X.shape, data.Z.shape, int(data.support.sum())
     ((100, 7), (100, 2), 8)
     """
     rng = check_random_state(random_state)
