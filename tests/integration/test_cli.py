@@ -133,7 +133,9 @@ def test_reproduce_into_a_file_is_a_one_line_error(tmp_path, capsys):
 
 
 def test_an_unreachable_dask_scheduler_is_a_one_line_error(tmp_path, capsys):
-    import dask  # with distributed: the [test] extra installs both
+    import dask
+    import distributed  # noqa: F401  (first: its config defaults must exist before
+    # dask.config.set, which otherwise removes the whole namespace on exit)
 
     argv = ["reproduce", "table1", "--quick", "--models", "MTLCM"]
     argv += ["--where", "n_latents=3", "--backend", "dask", "--no-progress"]

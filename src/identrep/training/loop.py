@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from numbers import Integral, Real
 from typing import Any
@@ -25,6 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from identrep._typing import Seed
+from identrep.exceptions import ConvergenceWarning
 from identrep.utils._param_validation import (
     Interval,
     StrOptions,
@@ -469,7 +471,9 @@ def fit_module(
         ``train_loss`` (list of float, one per epoch), ``val_loss`` (list of float,
         empty without validation), ``best_epoch`` (int, 0-based; the last epoch
         without validation), ``best_loss`` (float), ``n_epochs`` (int),
-        ``stopped_early`` (bool), ``seconds`` (float, wall time).
+        ``stopped_early`` (bool), ``budget_exhausted_while_improving`` (bool: the
+        last epoch was the best; a :class:`~identrep.exceptions.ConvergenceWarning`
+        says so), ``seconds`` (float, wall time).
 
     Raises
     ------
@@ -567,11 +571,26 @@ def fit_module(
         best_loss = history["train_loss"][-1]
     module.eval()
     bar.close(f"best epoch {best_epoch + 1}" if val_batches is not None else "")
+    # the budget ran out while the validation loss was still falling: say so
+    still_improving = (
+        val_batches is not None and not stopped_early and best_epoch == epoch > 0
+    )
+    if still_improving:
+        warnings.warn(
+            f"{desc}: the epoch budget (max_epochs={max_epochs}) ended while the "
+            "validation loss was still improving (best at the last epoch); the model "
+            "is probably under-fitted. Raise max_epochs (identrep fit: "
+            "--max-epochs); early stopping (patience) ends training once it stops "
+            "improving.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
     history.update(
         best_epoch=int(best_epoch),
         best_loss=float(best_loss),
         n_epochs=epoch + 1,
         stopped_early=bool(stopped_early),
+        budget_exhausted_while_improving=bool(still_improving),
         seconds=time.perf_counter() - t0,
     )
     return history

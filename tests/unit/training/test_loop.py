@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -404,3 +405,27 @@ def test_non_finite_loss_raises():
     bad = lambda m, b: m.w * float("nan")
     with pytest.raises(FloatingPointError, match="non-finite .* lower lr"):
         fit_module(Scalar(), bad, [(x, y)], lr=0.1, max_epochs=2)
+
+
+def test_a_budget_that_ends_while_validation_improves_is_reported():
+    from identrep.exceptions import ConvergenceWarning
+
+    torch.manual_seed(0)
+    X = torch.randn(200, 3)
+    y = X @ torch.tensor([1.0, -2.0, 0.5])
+    net = torch.nn.Linear(3, 1)
+
+    def loss(module, batch):
+        xb, yb = batch
+        return (module(xb).squeeze(-1) - yb).square().mean()
+
+    batches = TensorBatches(X[:150], y[:150], batch_size=50, seed=0)
+    val = TensorBatches(X[150:], y[150:], batch_size=50, shuffle=False)
+    with pytest.warns(ConvergenceWarning, match=r"max_epochs=3\) ended while the"):
+        h = fit_module(net, loss, batches, lr=1e-3, max_epochs=3, val_batches=val)
+    assert h["budget_exhausted_while_improving"] and h["best_epoch"] == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # converged: silent
+        h = fit_module(net, loss, batches, lr=0.1, max_epochs=300, val_batches=val,
+                       patience=5)  # fmt: skip
+    assert h["stopped_early"] and not h["budget_exhausted_while_improving"]
