@@ -58,6 +58,9 @@ def fit_command(args) -> str:
         parts += ["--seeds", str(args.seeds)]
     if not args.stage2_only:
         parts += ["--max-epochs", str(args.max_epochs)]
+    for flag, v in (("--max-iter", args.max_iter), ("--n-init", args.n_init)):
+        if v is not None:
+            parts += [flag, str(v)]
     return " ".join([*parts, "--out", q(str(args.out))])
 
 
@@ -77,6 +80,8 @@ def cmd_fit(args) -> int:
             seed=args.seed,
             seeds=args.seeds,
             max_epochs=args.max_epochs,
+            max_iter=args.max_iter,
+            n_init=args.n_init,
             progress=not args.quiet,
             command=fit_command(args),
         )
@@ -145,6 +150,19 @@ def add_parser(sub) -> None:
     )
     f.add_argument(
         "--max-epochs", type=int, default=200, metavar="E", help="MTRN epochs"
+    )
+    f.add_argument(
+        "--max-iter",
+        type=int,
+        metavar="N",
+        help="MTLCM L-BFGS iterations (default 3000); raise it if stage 2 did not "
+        "converge",
+    )
+    f.add_argument(
+        "--n-init",
+        type=int,
+        metavar="N",
+        help="MTLCM restarts, the best likelihood kept (default 1)",
     )
     f.add_argument("--out", required=True, metavar="DIR", help="output folder")
     f.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -103,14 +103,15 @@ class FitResult:
     files: dict[str, Path]
 
 
-def _make_model(stage2_only, n_latents, seed, max_epochs, verbose):
+def _make_model(stage2_only, n_latents, seed, max_epochs, verbose, mtlcm_params):
     from identrep.models import MTLCM, TaskIdentifiable
 
     if stage2_only:
-        return MTLCM(n_latents=n_latents, random_state=seed)
+        return MTLCM(n_latents=n_latents, random_state=seed, **mtlcm_params)
     return TaskIdentifiable(
         n_latents=n_latents,
         mtrn_params={"max_epochs": int(max_epochs), "verbose": verbose},
+        mtlcm_params=mtlcm_params or None,
         random_state=seed,
     )
 
@@ -184,6 +185,8 @@ def fit(
     seed: int = 0,
     seeds: int = 1,
     max_epochs: int = 200,
+    max_iter: int | None = None,
+    n_init: int | None = None,
     progress: bool = True,
     command: str | None = None,
 ) -> FitResult:
@@ -211,6 +214,9 @@ def fit(
         of the paper's Table 3 for data without ground truth.
     max_epochs : int, default=200
         MTRN epochs (early stopping on a 10% validation split may stop sooner).
+    max_iter, n_init : int, optional
+        MTLCM's L-BFGS iteration budget and number of restarts (default: MTLCM's);
+        raise them when the report says the stage-2 fit did not converge.
     progress : bool, default=True
         Progress messages on stderr.
     command : str, optional
@@ -234,6 +240,11 @@ def fit(
     _check_positive("n_latents", n_latents, allow_none=True)
     _check_positive("seeds", seeds)
     _check_positive("max_epochs", max_epochs)
+    _check_positive("max_iter", max_iter, allow_none=True)
+    _check_positive("n_init", n_init, allow_none=True)
+    mtlcm_params = {
+        k: int(v) for k, v in (("max_iter", max_iter), ("n_init", n_init)) if v
+    }
     out = Path(out)
     _check_out(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -260,7 +271,9 @@ def fit(
     verbose = bool(progress) and sys.stderr.isatty()
     for s in range(seeds):
         _log(f"Fitting {what}, seed {seed + s} ({s + 1}/{seeds}) ...", progress)
-        model = _make_model(stage2_only, n_latents, seed + s, max_epochs, verbose)
+        model = _make_model(
+            stage2_only, n_latents, seed + s, max_epochs, verbose, mtlcm_params
+        )
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")

@@ -161,3 +161,28 @@ def test_a_fit_that_dies_while_writing_changes_no_output(
     assert read_manifest(out / "model")["metadata"]["seed"] == 1
     assert (out / "report.md").read_bytes() != before["report.md"]  # seed 1's
     pd.testing.assert_frame_equal(pd.read_csv(out / "latents.csv"), res.latents)
+
+
+def test_mtlcm_budget_is_set_from_fit_and_its_warning_is_readable(long_csv, tmp_path):
+    out = tmp_path / "fit"
+    res = fit(long_csv, target="v", task_col="task", stage2_only=True, out=out,
+              max_iter=1, n_init=2, progress=False)  # fmt: skip
+    saved = load_model(out / "model")
+    assert (saved.max_iter, saved.n_init) == (1, 2)
+    assert len(saved.restart_log_likelihoods_) == 2
+    report = (out / "report.md").read_text()
+    assert "ConvergenceWarning" in report and "--max-iter, --n-init" in report
+    assert "ABNORMAL" not in report  # scipy's raw message is not passed on
+    assert res.model.max_iter == 1
+
+
+def test_the_cli_passes_max_iter_and_n_init(long_csv, tmp_path):
+    from identrep.cli import main
+
+    out = tmp_path / "cli"
+    argv = ["fit", str(long_csv), "--target", "v", "--task-col", "task"]
+    argv += ["--stage2-only", "--max-iter", "5", "--n-init", "2", "--quiet"]
+    assert main([*argv, "--out", str(out)]) == 0
+    model = load_model(out / "model")
+    assert (model.max_iter, model.n_init) == (5, 2)
+    assert "--max-iter 5 --n-init 2" in (out / "report.md").read_text()

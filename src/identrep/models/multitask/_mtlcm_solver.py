@@ -160,9 +160,21 @@ def refine(A0, tens, n_total, sigma_s, sigma_obs, max_iter, tol, dev, T=None):
         "nll": float(nll.sum()) / n_total,
         "n_iter": n_iter,
         "converged": _converged(res),
-        "message": str(res.message),
+        "message": stop_reason(res.message),
         "grad_max": float(np.abs(res.jac).max()),
     }
+
+
+def stop_reason(message) -> str:
+    """scipy's L-BFGS-B message in words (its "ABNORMAL: " says nothing)."""
+    text = str(message).strip()
+    if text.startswith("ABNORMAL"):
+        return "the line search could not decrease the objective any further"
+    if "ITERATIONS REACHED LIMIT" in text.upper():
+        return "the iteration limit (max_iter) was reached"
+    if "FUNCTION EVALUATIONS EXCEEDS LIMIT" in text.upper():
+        return "the evaluation limit was reached"
+    return text.lower().rstrip(".") or "stopped"
 
 
 def _converged(res) -> bool:

@@ -279,7 +279,8 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
             warnings.warn(
                 f"MTLCM: L-BFGS stopped after {best['n_iter']} iterations without "
                 f"meeting tol={self.tol:g} ({best['message']}; largest gradient "
-                f"entry {best['grad_max']:.2g}); increase max_iter or n_init.",
+                f"entry {best['grad_max']:.2g}); increase max_iter or n_init "
+                "(identrep fit: --max-iter, --n-init).",
                 ConvergenceWarning,
                 stacklevel=3,  # the caller of fit
             )

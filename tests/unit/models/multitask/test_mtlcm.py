@@ -563,3 +563,15 @@ def test_fit_refuses_missing_y_sparse_and_too_few_samples():
         DataError, match=r"1 sample\(s\) \(shape=\(1, 3\)\) while a minimum of 2"
     ):
         MTLCM().fit(d.X[:1], d.y[:1], task_ids=d.task_ids[:1])
+
+
+def test_lbfgs_stop_messages_are_put_in_words():
+    from identrep.models.multitask._mtlcm_solver import stop_reason
+
+    assert stop_reason("ABNORMAL: ") == (
+        "the line search could not decrease the objective any further"
+    )
+    assert "max_iter" in stop_reason("STOP: TOTAL NO. OF ITERATIONS REACHED LIMIT")
+    assert stop_reason(b"CONVERGENCE: REL_REDUCTION_OF_F_<=_FACTR*EPSMCH".decode()) == (
+        "convergence: rel_reduction_of_f_<=_factr*epsmch"
+    )
