@@ -157,8 +157,9 @@ def replace_dir(new: str | os.PathLike, path: str | os.PathLike, *, old_suffix: 
 
 
 def clean_leftovers(path: str | os.PathLike, *, old_suffix: str) -> list[Path]:
-    """Remove the hidden ``.<name>.*`` siblings that a killed :func:`replace_dir`
-    (or a killed writer of ``new``) left beside ``path``; if ``path`` is missing
+    """Remove the hidden ``.<name>.<random>.tmp`` siblings (and their ``old_suffix``
+    forms) that a killed :func:`replace_dir` or writer left beside ``path``; other
+    files are never touched; if ``path`` is missing
     and a folder set aside by the two-rename fallback survives, put it back first.
     Call under :func:`locked_dir` of the parent. Returns what was removed."""
     import shutil
@@ -166,7 +167,10 @@ def clean_leftovers(path: str | os.PathLike, *, old_suffix: str) -> list[Path]:
     path = Path(path)
     if not path.parent.is_dir():
         return []
-    mine = sorted(path.parent.glob(f".{path.name}.*"))
+    ours = (".tmp", ".tmp" + old_suffix)  # names mkdtemp/mkstemp gave our writers
+    mine = sorted(
+        p for p in path.parent.glob(f".{path.name}.*") if p.name.endswith(ours)
+    )
     if not path.exists():
         aside = [p for p in mine if p.name.endswith(old_suffix) and p.is_dir()]
         if aside:

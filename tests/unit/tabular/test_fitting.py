@@ -186,3 +186,17 @@ def test_the_cli_passes_max_iter_and_n_init(long_csv, tmp_path):
     model = load_model(out / "model")
     assert (model.max_iter, model.n_init) == (5, 2)
     assert "--max-iter 5 --n-init 2" in (out / "report.md").read_text()
+
+
+def test_cleaning_leftovers_never_touches_the_users_own_hidden_files(
+    long_csv, tmp_path
+):
+    keep = [tmp_path / ".fit.bak", tmp_path / ".fit.notes"]
+    for p in keep:
+        p.write_text("mine")
+    stale = tmp_path / ".fit.abc123.tmp"  # what a killed fit leaves
+    stale.mkdir()
+    fit(long_csv, target="v", task_col="task", stage2_only=True,
+        out=tmp_path / "fit", progress=False)  # fmt: skip
+    assert all(p.read_text() == "mine" for p in keep)
+    assert not stale.exists()
