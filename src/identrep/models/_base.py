@@ -308,8 +308,8 @@ class TorchEstimatorMixin:
         )
         kwargs.update(overrides)
         # small batches: one thread unless the user chose (utils/threads.py)
-        width = sum(p.numel() for p in module.parameters() if p.dim() == 2)
-        with fit_threads(work=float(self.batch_size) * width):
+        macs_per_row = sum(p.numel() for p in module.parameters() if p.dim() == 2)
+        with fit_threads(work=float(self.batch_size) * macs_per_row):
             return fit_module(module, loss_fn, train_batches, **kwargs)
 
     def _predict_chunks(

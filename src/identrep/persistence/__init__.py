@@ -86,7 +86,6 @@ MANIFEST = "manifest.json"
 ARRAYS = "arrays.npz"
 TENSORS = "tensors.pt"
 
-_OLD = ".old"  # suffix of a previous model set aside during a save (fallback swap)
 _MAX_MANIFEST_BYTES = 16 * 2**20
 
 
@@ -208,7 +207,7 @@ def save_model(
     parent = path.parent
     parent.mkdir(parents=True, exist_ok=True)
     with locked_dir(parent):
-        clean_leftovers(path, old_suffix=_OLD)  # of a save killed before this one
+        clean_leftovers(path)  # of a save killed before this one
         if (path.exists() or path.is_symlink()) and not _is_model_dir(path):
             raise FileExistsError(
                 f"{path} exists and is not a saved identrep model; refusing to "
@@ -220,7 +219,7 @@ def save_model(
             os.umask(mask)
             os.chmod(tmp, 0o777 & ~mask)  # mkdtemp makes it private (0700)
             _write_parts(tmp, model, metadata)
-            replace_dir(tmp, path, old_suffix=_OLD)
+            replace_dir(tmp, path)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

@@ -43,7 +43,6 @@ OUTPUTS = (
     "report.md",
     "report.html",
 )
-_OLD = ".old"
 
 __all__ = ["FitResult", "fit", "transform"]
 
@@ -249,7 +248,7 @@ def fit(
     _check_out(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with locked_dir(out.parent):
-        clean_leftovers(out, old_suffix=_OLD)  # of a fit killed before this one
+        clean_leftovers(out)  # of a fit killed before this one
     _log(f"Reading {data} ...", progress)
     table = load_table(
         data, target=target, task_col=task_col, features=features, id_col=id_col
@@ -363,7 +362,7 @@ def fit(
         files["report.md"] = atomic_write_text(tmp / "report.md", md)
         files["report.html"] = atomic_write_text(tmp / "report.html", page)
         with locked_dir(out.parent):
-            replace_dir(tmp, out, old_suffix=_OLD)
+            replace_dir(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -70,6 +70,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 
 # ----------------------------------------------------------------- folders
 _RENAME_EXCHANGE = 2  # linux/fs.h
+_ASIDE = ".old"  # suffix of a previous folder set aside by the two-rename fallback
 
 
 def _renameat2_exchange():
@@ -99,6 +100,7 @@ def exchange_paths(a: str | os.PathLike, b: str | os.PathLike) -> bool:
     caller then falls back to two renames.
     """
     import ctypes
+    import errno
 
     fn = _renameat2_exchange()
     if fn is None:
@@ -108,7 +110,7 @@ def exchange_paths(a: str | os.PathLike, b: str | os.PathLike) -> bool:
     if res == 0:
         return True
     err = ctypes.get_errno()
-    if err in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: not supported here
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # not supported here
         return False
     raise OSError(err, os.strerror(err), str(a), None, str(b))
 
@@ -131,13 +133,13 @@ def locked_dir(folder: str | os.PathLike) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def replace_dir(new: str | os.PathLike, path: str | os.PathLike, *, old_suffix: str):
+def replace_dir(new: str | os.PathLike, path: str | os.PathLike) -> None:
     """Put the finished folder ``new`` at ``path`` so that ``path`` always holds
     either its previous folder or ``new``, whenever the process dies.
 
     Where ``path`` exists the two are exchanged in one atomic step and the previous
     folder (now at ``new``) is removed; without ``RENAME_EXCHANGE`` the previous
-    folder is first renamed aside to a sibling ``<new>`` + ``old_suffix``, which
+    folder is first renamed aside to a sibling ``<new>.old``, which
     :func:`clean_leftovers` puts back if the process died in between. ``new`` and
     ``path`` must be siblings; callers hold :func:`locked_dir` on their parent.
     """
@@ -150,14 +152,14 @@ def replace_dir(new: str | os.PathLike, path: str | os.PathLike, *, old_suffix: 
     if exchange_paths(new, path):
         shutil.rmtree(new, ignore_errors=True)
         return
-    aside = new.with_name(new.name + old_suffix)
+    aside = new.with_name(new.name + _ASIDE)
     os.replace(path, aside)
     os.replace(new, path)
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def clean_leftovers(path: str | os.PathLike, *, old_suffix: str) -> list[Path]:
-    """Remove the hidden ``.<name>.<random>.tmp`` siblings (and their ``old_suffix``
+def clean_leftovers(path: str | os.PathLike) -> list[Path]:
+    """Remove the hidden ``.<name>.<random>.tmp`` siblings (and their ``.old``
     forms) that a killed :func:`replace_dir` or writer left beside ``path``; other
     files are never touched; if ``path`` is missing
     and a folder set aside by the two-rename fallback survives, put it back first.
@@ -167,12 +169,12 @@ def clean_leftovers(path: str | os.PathLike, *, old_suffix: str) -> list[Path]:
     path = Path(path)
     if not path.parent.is_dir():
         return []
-    ours = (".tmp", ".tmp" + old_suffix)  # names mkdtemp/mkstemp gave our writers
+    ours = (".tmp", ".tmp" + _ASIDE)  # names mkdtemp/mkstemp gave our writers
     mine = sorted(
         p for p in path.parent.glob(f".{path.name}.*") if p.name.endswith(ours)
     )
     if not path.exists():
-        aside = [p for p in mine if p.name.endswith(old_suffix) and p.is_dir()]
+        aside = [p for p in mine if p.name.endswith(_ASIDE) and p.is_dir()]
         if aside:
             os.replace(aside[-1], path)
             mine.remove(aside[-1])

@@ -25,30 +25,34 @@ import torch
 
 __all__ = ["SMALL_WORK", "fit_threads"]
 
-#: Multiply-adds per call under which one thread is faster than a pool on the
-#: machines measured (a 100 x 200 layer on a batch of 1,000 rows is 2e7).
+#: Multiply-adds per training batch under which fits use one thread. A chosen
+#: bound, not a calibrated one: it puts the small networks of the demos, tests and
+#: paper tables (a 100 x 200 layer on a batch of 1,000 rows is 2e7) on one thread and
+#: leaves larger work to the default pools; only the MTLCM fit was measured
+#: (benchmarks/bench_threads.py).
 SMALL_WORK = 5e7
 
-_ENV = ("IDENTREP_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+_USER_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _TORCH_AT_IMPORT = torch.get_num_threads()
 
 
-def _wanted() -> int | None:
-    """The count fits should use: ``IDENTREP_NUM_THREADS``, else 1; None when the
-    user chose their own threads (environment or ``torch.set_num_threads``)."""
+def _wanted() -> tuple[int | None, bool]:
+    """``(count, explicit)``: ``IDENTREP_NUM_THREADS`` as asked (explicit), None
+    when the user chose their own threads (environment or ``torch.set_num_threads``
+    after import), else 1."""
     wanted = os.environ.get("IDENTREP_NUM_THREADS", "").strip()
     if wanted:
         try:
-            return max(1, int(wanted))
+            return max(1, int(wanted)), True
         except ValueError:
             raise ValueError(
                 f"IDENTREP_NUM_THREADS must be a positive integer; got {wanted!r}."
             ) from None
-    if any(os.environ.get(v) for v in _ENV[1:]):
-        return None
+    if any(os.environ.get(v) for v in _USER_ENV):
+        return None, False
     if torch.get_num_threads() != _TORCH_AT_IMPORT:  # set_num_threads after import
-        return None
-    return 1
+        return None, False
+    return 1, False
 
 
 @contextlib.contextmanager
@@ -60,8 +64,7 @@ def fit_threads(work: float = 0.0) -> Iterator[int]:
     inside."""
     from threadpoolctl import threadpool_limits
 
-    n = _wanted()
-    explicit = bool(os.environ.get("IDENTREP_NUM_THREADS", "").strip())
+    n, explicit = _wanted()
     if n is None or (work >= SMALL_WORK and not explicit):
         yield torch.get_num_threads()
         return
