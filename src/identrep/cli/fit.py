@@ -23,9 +23,10 @@ outputs in --out DIR:
                   else by its feature values, with a 'row' column giving the
                   0-based row index where it first appears.
   causal_map.csv  one row per task: task, causal indicator (0..1) of each latent
-  causal_map.png  heat-map of causal_map.csv (needs matplotlib)
+  causal_map.png  heat-map of causal_map.csv
   model/          the fitted model, for `identrep transform MODEL DATA --out FILE`
-  report.md, report.html  data summary, settings, fit, causal map, seed agreement
+  report.md, report.html  data, settings, fit (held-out R^2), warnings about a
+                  degenerate result, causal map, latents vs inputs, seed agreement
 
 example:
   identrep fit data.csv --target y0 y1 y2 y3 --n-latents 3 --seeds 3 --out fit1
@@ -149,7 +150,13 @@ def add_parser(sub) -> None:
         help="fit N seeds (seed, seed+1, ...) and report the cross-seed MCC",
     )
     f.add_argument(
-        "--max-epochs", type=int, default=200, metavar="E", help="MTRN epochs"
+        "--max-epochs",
+        type=int,
+        default=1000,
+        metavar="E",
+        help="cap on MTRN epochs (default 1000); early stopping on a 10%% "
+        "validation split usually ends training sooner, and the report says when "
+        "the cap ended it while validation still improved",
     )
     f.add_argument(
         "--max-iter",

@@ -259,8 +259,13 @@ class TorchEstimatorMixin:
 
     def _split(self, task_ids: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
         """Random ``val_fraction`` of every task's samples held out for early
-        stopping (:func:`~identrep.training.split_within_tasks`)."""
-        return split_within_tasks(task_ids, self.val_fraction, rng)
+        stopping (:func:`~identrep.training.split_within_tasks`); their indices
+        (into the checked observations, in the order of
+        :func:`~identrep.utils.validation.check_multitask`) are kept in
+        ``validation_index_``, so held-out scores can be computed after fit."""
+        train, val = split_within_tasks(task_ids, self.val_fraction, rng)
+        self.validation_index_ = val
+        return train, val
 
     def _tensor(self, a, dtype: torch.dtype | None = None) -> torch.Tensor:
         """A copy of ``a`` on ``device_`` (``dtype_`` unless given); a copy because

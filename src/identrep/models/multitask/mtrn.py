@@ -37,7 +37,7 @@ from identrep.training.loop import TRAINING_CONSTRAINTS
 from identrep.utils._param_validation import Interval, SequenceOf, StrOptions
 from identrep.utils.numerics import column_moments, task_moments
 from identrep.utils.seeding import seeded
-from identrep.utils.validation import check_multitask, check_task_ids
+from identrep.utils.validation import check_multitask, check_n_latents, check_task_ids
 
 __all__ = ["MTRN", "ObsBatch", "RowBatch", "mtrn_loss"]
 
@@ -138,13 +138,11 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
     standardize_inputs : bool or None, default=None
         None: True for the default MLP extractor, False for a custom
         ``extractor`` (True is then an error: the extractor sees raw ``X``).
-        True: standardise every input feature (pooled mean and population std of the
-        training rows) in a fixed first layer of the extractor, so ``module_`` still
-        maps raw ``X``; that layer computes in float64 (feed it float64 ``X``), so
-        the fit does not depend on the units or offset of ``X``. Only the
-        conditioning of training changes; on the Table 2 process it speeds
-        training up markedly (weak MCC 0.955 after 60 epochs against 0.908
-        without it, lr=3e-3).
+        True: standardise every input feature (pooled mean and population std of
+        the training rows) in a fixed first layer of the extractor that computes
+        in float64, so ``module_`` maps raw (float64) ``X`` and the fit does not
+        depend on its units or offset. On the Table 2 process it speeds training
+        up markedly (weak MCC 0.955 after 60 epochs against 0.908 without it).
     lr : float, default=3e-3
         Initial Adam learning rate.
     lr_schedule : {"cosine", None}, default="cosine"
@@ -152,8 +150,10 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         (see :func:`~identrep.training.fit_module`), or a constant rate.
     batch_size : int, default=1024
         Observations (long layout) or rows (wide layout) per minibatch.
-    max_epochs : int, default=200
-        Maximum passes over the training data.
+    max_epochs : int, default=1000
+        Cap on the passes over the data: early stopping usually ends training
+        first; a ConvergenceWarning says when the cap ended it while validation
+        still improved (measurements: docs/notes.md, "MTRN's epoch budget").
     patience : int or None, default=20
         Early-stopping patience in epochs (None: train ``max_epochs`` epochs, still
         restoring the best validation epoch).
@@ -263,7 +263,7 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         lr: float = 3e-3,
         lr_schedule: str | None = "cosine",
         batch_size: int = 1024,
-        max_epochs: int = 200,
+        max_epochs: int = 1000,
         patience: int | None = 20,
         val_fraction: float = 0.1,
         grad_clip: float | None = None,
@@ -345,6 +345,7 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         self._check_y_given(y)
         data = check_multitask(X, y, task_ids, min_samples=1, check_constant=False)
         p, T = data.X.shape[1], data.n_tasks
+        check_n_latents(self.n_latents, n_features=p, n_tasks=T, owner="MTRN")
         rng, (init_seed, batch_seed) = self._start_fit(2)
 
         # per-task target standardisation (statistics of all observations)
