@@ -110,8 +110,10 @@ def _make_model(stage2_only, n_latents, seed, max_epochs, verbose, mtlcm_params)
     return TaskIdentifiable(
         n_latents=n_latents,
         mtrn_params={"max_epochs": int(max_epochs), "verbose": verbose},
-        mtlcm_params=mtlcm_params or None,
+        # MTLCM's own lines go to stdout: the CLI's stdout is its summary
+        mtlcm_params={"verbose": False, **mtlcm_params},
         random_state=seed,
+        verbose=verbose,
     )
 
 

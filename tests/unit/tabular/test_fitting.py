@@ -276,3 +276,12 @@ def test_the_report_gives_heldout_r2_seed_stability_and_input_correlations(
     row = next(ln for ln in md.splitlines() if ln.startswith("| y0 |"))
     r2, same = row.split(" | ")[2:4]
     assert -10 < float(r2) <= 1 and same.rstrip(" |") in ("0%", "100%")
+
+
+def test_fit_shows_training_progress_in_a_log(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("IDENTREP_PROGRESS_SECONDS", "3600")
+    path, targets = _wide_table(tmp_path)
+    fit(path, target=targets, out=tmp_path / "o", n_latents=2, max_epochs=3)
+    err = capsys.readouterr().err  # not a terminal: plain lines
+    assert "MTRN[joint]: 1/3 epochs, train " in err  # before: only on a terminal
+    assert "TaskIdentifiable: stage 2 of 2, MTLCM" in err and "\r" not in err

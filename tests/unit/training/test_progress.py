@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import identrep as ir
-from identrep.training import Progress, TensorBatches, fit_module
+from identrep.training import TensorBatches, fit_module
 
 
 def _fit(progress: bool, epochs: int = 4):
@@ -50,6 +50,8 @@ def test_plain_lines_come_at_most_every_interval(capsys, monkeypatch):
 
 
 def test_a_terminal_gets_a_tqdm_bar():
+    from identrep.training.progress import Progress
+
     out = io.StringIO()
     with Progress(5, "runs", unit="run", file=out, tty=True) as bar:
         for _ in range(5):
