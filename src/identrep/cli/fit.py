@@ -15,7 +15,10 @@ layouts:
   wide  one row per input, one column per task:   --target Y1 Y2 Y3 ...
         (empty cell = task not measured on that row)
   long  one row per (input, task) observation:     --target VALUE --task-col TASK
-inputs: --features COL ..., or by default every other numeric column.
+inputs: --features COL ..., or by default every other numeric column except one
+        that numbers the rows (distinct integers in order; the report says so).
+n_latents: --n-latents K, at most the number of inputs (and of tasks, for
+        identifiability); by default min(10, tasks, inputs).
 
 outputs in --out DIR:
   latents.csv     z0..z{K-1} (plus the --id-col column). Wide: one row per input
@@ -132,8 +135,9 @@ def add_parser(sub) -> None:
         "--n-latents",
         type=int,
         metavar="K",
-        help="latent dimension (default: min(10, n_tasks); n_features with "
-        "--stage2-only)",
+        help="latent dimension (default: min(10, n_tasks, n_features); with "
+        "--stage2-only the rank of the inputs centred within tasks); "
+        "checked against the data before any fit",
     )
     f.add_argument(
         "--stage2-only",

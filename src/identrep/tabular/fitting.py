@@ -178,7 +178,7 @@ def _notes(table, n_latents, n_tasks, stage2_only, seeds) -> tuple[int, list[str
             t = np.unique(table.task_ids, return_inverse=True)[1]
         rank = within_task_rank(Xo, t)
     if n_latents is None:
-        n_latents = min(rank, n_tasks) if stage2_only else min(10, n_tasks, p)
+        n_latents = rank if stage2_only else min(10, n_tasks, p)
         n_latents = max(int(n_latents), 1)
         notes.append(f"n_latents not given; using {n_latents}.")
     try:
@@ -231,8 +231,10 @@ def fit(
     out : path-like
         Output folder (created; existing outputs are replaced).
     n_latents : int, optional
-        Latent dimension K. Default: the number of features with
-        ``stage2_only``, else ``min(10, n_tasks)``.
+        Latent dimension K, checked against the features, the tasks and (with
+        ``stage2_only``) the within-task rank of the inputs before any fit.
+        Default: ``min(10, n_tasks, n_features)``; with ``stage2_only`` that
+        rank (the number of features unless some are collinear).
     stage2_only : bool, default=False
         Fit MTLCM directly on the features (a linear mixing of the latents)
         instead of MTRN then MTLCM.
