@@ -27,4 +27,5 @@ def test_standardize_keeps_float64_statistics_when_the_module_is_cast():
 def test_standardize_clips_far_inputs_to_a_finite_output():
     std = Standardize(torch.zeros(2), torch.ones(2)).to(torch.float32)
     out = std(torch.tensor([[1e40, -1e300]], dtype=torch.float64))
+    assert out.dtype == torch.float32  # what the float32 layers after it get
     assert torch.isfinite(out).all() and out[0, 0] > 1e18 and out[0, 1] < -1e18
