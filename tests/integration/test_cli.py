@@ -33,8 +33,6 @@ def test_reproduce_quick_subset_then_report(tmp_path, capsys):
             "--quick",
             "--models",
             "MTLCM",
-            "--where",
-            "n_latents=3,5",
             "--out",
             str(out),
             "--no-progress",
@@ -42,11 +40,13 @@ def test_reproduce_quick_subset_then_report(tmp_path, capsys):
     )
     assert rc == 0
     df = pd.read_csv(out / "results.csv")
-    assert sorted(df.n_latents.unique().tolist()) == [3, 5]
-    assert len(df) == 3  # (k=2, d=3), (k=2, d=5), (k=4, d=5); one seed each
+    assert sorted(df.n_latents.unique().tolist()) == [3, 10]
+    assert len(df) == 3  # (k=2, d=3), (k=2, d=10), (k=4, d=10); one seed each
     assert (df.mcc_task_spearman > 0.99).all()
     text = capsys.readouterr().out
     assert "paper ×100" in text
+    assert "**Smaller budgets than the paper's** (as `identrep reproduce" in text
+    assert "3 of the paper's 9 configurations; 1 seed(s) (paper: 5)" in text
     (out / "results.csv").unlink()
     assert main(["report", str(out)]) == 0
     assert (out / "results.csv").exists()

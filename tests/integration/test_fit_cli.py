@@ -260,3 +260,17 @@ def test_help_documents_layouts_and_outputs(capsys):
     text = capsys.readouterr().out
     for word in ("--task-col", "--stage2-only", "wide", "long", "latents.csv"):
         assert word in text
+
+
+def test_too_many_latents_exit_2_with_one_line_before_any_fit(tables, tmp_path, capsys):
+    argv = ["fit", str(tables["wide"]), "--target", *tables["ycols"],
+            "--n-latents", "1000", "--out", str(tmp_path / "o")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("identrep fit: error: ")
+    assert (
+        "n_latents=1000 exceeds the number of input features (n_features=5)"
+        in (err[-1])
+    )  # before: MTRN trained 1000 latents, then "collinear features"
+    assert not any(line.startswith("Fitting") for line in err)
+    assert not (tmp_path / "o").exists()

@@ -15,7 +15,10 @@ layouts:
   wide  one row per input, one column per task:   --target Y1 Y2 Y3 ...
         (empty cell = task not measured on that row)
   long  one row per (input, task) observation:     --target VALUE --task-col TASK
-inputs: --features COL ..., or by default every other numeric column.
+inputs: --features COL ..., or by default every other numeric column except one
+        that numbers the rows (distinct integers in order; the report says so).
+n_latents: --n-latents K, at most the number of inputs (and of tasks, for
+        identifiability); by default min(10, tasks, inputs).
 
 outputs in --out DIR:
   latents.csv     z0..z{K-1} (plus the --id-col column). Wide: one row per input
@@ -23,9 +26,10 @@ outputs in --out DIR:
                   else by its feature values, with a 'row' column giving the
                   0-based row index where it first appears.
   causal_map.csv  one row per task: task, causal indicator (0..1) of each latent
-  causal_map.png  heat-map of causal_map.csv (needs matplotlib)
+  causal_map.png  heat-map of causal_map.csv
   model/          the fitted model, for `identrep transform MODEL DATA --out FILE`
-  report.md, report.html  data summary, settings, fit, causal map, seed agreement
+  report.md, report.html  data, settings, fit (held-out R^2), warnings about a
+                  degenerate result, causal map, latents vs inputs, seed agreement
 
 example:
   identrep fit data.csv --target y0 y1 y2 y3 --n-latents 3 --seeds 3 --out fit1
@@ -131,8 +135,9 @@ def add_parser(sub) -> None:
         "--n-latents",
         type=int,
         metavar="K",
-        help="latent dimension (default: min(10, n_tasks); n_features with "
-        "--stage2-only)",
+        help="latent dimension (default: min(10, n_tasks, n_features); with "
+        "--stage2-only the rank of the inputs centred within tasks); "
+        "checked against the data before any fit",
     )
     f.add_argument(
         "--stage2-only",
@@ -149,7 +154,13 @@ def add_parser(sub) -> None:
         help="fit N seeds (seed, seed+1, ...) and report the cross-seed MCC",
     )
     f.add_argument(
-        "--max-epochs", type=int, default=200, metavar="E", help="MTRN epochs"
+        "--max-epochs",
+        type=int,
+        default=1000,
+        metavar="E",
+        help="cap on MTRN epochs (default 1000); early stopping on a 10%% "
+        "validation split usually ends training sooner, and the report says when "
+        "the cap ended it while validation still improved",
     )
     f.add_argument(
         "--max-iter",

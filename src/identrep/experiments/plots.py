@@ -22,6 +22,31 @@ _KEY_LABELS = {
     "n_causal": "number of causal factors k",
     "n_observed": "observed dimension p",
 }
+#: Words for the values of the fields figures are split by (titles say what the
+#: data are, not identrep's field names).
+_SECTION_WORDS = {
+    "mixing": {
+        "random": "random mixing matrix",
+        "orthogonal": "orthogonal mixing matrix",
+        "identity": "no mixing (identity)",
+        "none": "no mixing",
+        "mlp": "MLP mixing",
+    },
+    "mixing_source": {
+        "reference": "the authors' mixing matrices",
+        "seeded": "mixing matrices drawn by identrep",
+    },
+}
+_MAX_COLUMNS = 3  # panels per row of a figure
+
+
+def describe(field: str, value) -> str:
+    """Plain words for one configuration value, e.g. ``("mixing", "none")`` ->
+    "no mixing", ``("n_causal", 2)`` -> "number of causal factors k = 2"."""
+    words = _SECTION_WORDS.get(field, {})
+    if value in words:
+        return words[value]
+    return f"{_KEY_LABELS.get(field, field.replace('_', ' '))} = {value}"
 
 
 def save_figure(fig, path: str | os.PathLike, dpi: int = 130) -> Path:
@@ -41,7 +66,7 @@ def _pyplot():
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError(
-            'Plots need matplotlib: pip install "identrep[plot]".'
+            "Plots need matplotlib (a dependency of identrep): pip install matplotlib."
         ) from exc
     return plt
 
@@ -95,14 +120,23 @@ def _figures(plt, study, plot, values, part, out_dir) -> list[Path]:
             continue
         others = [k for k in spec.keys if k != x]
         panels = sorted(part[others[0]].unique()) if others else [None]
-        fig, axes = plt.subplots(
-            1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False, sharey=True
+        ncols = min(len(panels), _MAX_COLUMNS)
+        nrows = -(-len(panels) // ncols)  # a grid, never a long strip
+        fig, grid = plt.subplots(
+            nrows,
+            ncols,
+            figsize=(4.2 * ncols, 3.4 * nrows),
+            squeeze=False,
+            sharey=True,
         )
+        axes = [list(grid.ravel())]
+        for ax in axes[0][len(panels) :]:
+            ax.set_visible(False)
         lines = [
             (m, metric) for m in dict.fromkeys(part["model"]) for metric in metrics
         ]
         colours = {line: f"C{i}" for i, line in enumerate(lines)}
-        for ax, val in zip(axes[0], panels, strict=True):
+        for ax, val in zip(axes[0][: len(panels)], panels, strict=True):
             sub = part if val is None else part[part[others[0]] == val]
             for m, metric in lines:
                 rows = sub[sub["model"] == m].sort_values(x)
@@ -136,15 +170,17 @@ def _figures(plt, study, plot, values, part, out_dir) -> list[Path]:
                             label=f"{what} (paper)",
                         )
             if val is not None:
-                ax.set_title(f"{others[0].replace('n_', '')} = {val}")
-            ax.set_xlabel(_KEY_LABELS.get(x, x))
+                ax.set_title(describe(others[0], val), fontsize=9)
+            ax.set_xlabel(_KEY_LABELS.get(x, x.replace("_", " ")))
+            ticks = sorted(sub[x].unique())
             if x == "n_latents":
                 ax.set_xscale("log")
-                ax.set_xticks(sorted(sub[x].unique()))
-                ax.set_xticklabels([str(v) for v in sorted(sub[x].unique())])
-                ax.set_xticks([], minor=True)  # no 4x10^0-style minor labels
+            ax.set_xticks(ticks)  # the values run, as integers
+            ax.set_xticklabels([f"{v:g}" for v in ticks])
+            ax.set_xticks([], minor=True)  # no 4x10^0-style minor labels
             ax.grid(alpha=0.3)
-        axes[0][0].set_ylabel(f"{ylabel} (x100)")
+        for row in grid:
+            row[0].set_ylabel(f"{ylabel} (x100)")
         handles, names = axes[0][0].get_legend_handles_labels()
         fig.legend(
             handles,
@@ -154,7 +190,9 @@ def _figures(plt, study, plot, values, part, out_dir) -> list[Path]:
             fontsize=8,
             bbox_to_anchor=(0.5, -0.02 - 0.05 * (len(names) // 5)),
         )
-        title = ", ".join([study.name, *(f"{v} {k}" for k, v in section.items())])
+        title = "; ".join(
+            [study.title.split(":")[0], *(describe(k, v) for k, v in section.items())]
+        )
         fig.suptitle(title, fontsize=10)
         fig.tight_layout(rect=(0, 0.12 + 0.04 * (len(names) // 5), 1, 1))
         path = Path(out_dir) / f"{stem}_mcc_vs_{x}.png"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import math
 import os
 import platform
 import sys
@@ -27,6 +28,7 @@ from identrep.experiments.io import (
     write_record,
 )
 from identrep.experiments.registry import get_study
+from identrep.training.progress import Progress
 
 __all__ = ["record_path", "run_sweep"]
 
@@ -149,12 +151,19 @@ def _remove_stale_temporaries(rec_dir: Path) -> int:
 
 
 class _Progress:
-    """The sweep's progress line on stderr (no dependency): one line per finished
-    run with the metrics its study declares (``Study.progress``)."""
+    """The sweep's progress on stderr: one line per finished run with the metrics
+    its study declares (``Study.progress``), under a tqdm bar of the runs on a
+    terminal, and a last line with the total time."""
 
     def __init__(self, total: int, enabled: bool):
         self.total, self.done, self.enabled = total, 0, enabled and total > 0
         self.t0 = time.perf_counter()
+        self.bar = Progress(
+            total, "runs", enabled=self.enabled, unit="run", interval=math.inf
+        )
+
+    def close(self) -> None:
+        self.bar.close()
 
     def update(self, config, record: dict) -> None:
         self.done += 1
@@ -171,14 +180,13 @@ class _Progress:
         ]
         if record.get("status") == "failed":
             shown = [f"FAILED ({record['error'][:160]})"]
-        print(
+        self.bar.write(
             f"[{self.done:>{width}}/{self.total}] {config.table} {config.model} "
             f"{config.describe()} seed={config.seed}: {' '.join(shown)} "
             f"({m.get('fit_seconds', float('nan')):.1f} s fit; {elapsed:.0f} s "
-            f"elapsed, ~{eta:.0f} s left)",
-            file=sys.stderr,
-            flush=True,
+            f"elapsed, ~{eta:.0f} s left)"
         )
+        self.bar.update()
 
 
 def _as_json(value):
@@ -306,5 +314,6 @@ def run_sweep(
                     write_record(rec_dir / f"{rec['run_id']}.json", rec)
                 fresh[rec["run_id"]] = rec
                 bar.update(by_id[rec["run_id"]], rec)
+        bar.close()
     allrec = {**existing, **fresh}
     return [allrec[c.run_id] for c in configs]

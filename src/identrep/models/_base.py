@@ -246,10 +246,26 @@ class TorchEstimatorMixin:
         rng = check_random_state(self.random_state)
         return rng, [torch_seed_from(rng) for _ in range(n_seeds)]
 
+    def _standardizes(self) -> bool:
+        """Whether the module starts with the float64 input standardisation
+        (:class:`~identrep.models.nn.mlp.Standardize`); True unless overridden."""
+        return True
+
+    def _x_dtype(self) -> torch.dtype:
+        """The dtype ``X`` is fed to the module in: float64 when the module
+        standardises it (in float64, before casting to ``dtype_``: units and
+        offsets of any size a float64 holds keep their signal), else ``dtype_``."""
+        return torch.float64 if self._standardizes() else self.dtype_
+
     def _split(self, task_ids: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
         """Random ``val_fraction`` of every task's samples held out for early
-        stopping (:func:`~identrep.training.split_within_tasks`)."""
-        return split_within_tasks(task_ids, self.val_fraction, rng)
+        stopping (:func:`~identrep.training.split_within_tasks`); their indices
+        (into the checked observations, in the order of
+        :func:`~identrep.utils.validation.check_multitask`) are kept in
+        ``validation_index_``, so held-out scores can be computed after fit."""
+        train, val = split_within_tasks(task_ids, self.val_fraction, rng)
+        self.validation_index_ = val
+        return train, val
 
     def _tensor(self, a, dtype: torch.dtype | None = None) -> torch.Tensor:
         """A copy of ``a`` on ``device_`` (``dtype_`` unless given); a copy because

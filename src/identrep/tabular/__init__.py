@@ -40,7 +40,7 @@ Output folder (every file written atomically)
     c_tj in [0, 1] (the probability-like weight that latent j causes the task's
     target; spurious latents, effects of the target, are near 0).
 ``causal_map.png``
-    Heat-map of the causal map (needs matplotlib, ``pip install "identrep[plot]"``).
+    Heat-map of the causal map (matplotlib, a core dependency).
 ``model/``
     The fitted model (:func:`identrep.persistence.save_model`), with the column
     names and layout it was fitted on; reuse it with ``identrep transform``.

@@ -110,8 +110,10 @@ def _make_model(stage2_only, n_latents, seed, max_epochs, verbose, mtlcm_params)
     return TaskIdentifiable(
         n_latents=n_latents,
         mtrn_params={"max_epochs": int(max_epochs), "verbose": verbose},
-        mtlcm_params=mtlcm_params or None,
+        # MTLCM's own lines go to stdout: the CLI's stdout is its summary
+        mtlcm_params={"verbose": False, **mtlcm_params},
         random_state=seed,
+        verbose=verbose,
     )
 
 
@@ -141,8 +143,20 @@ def _check_positive(name: str, v, allow_none=False) -> None:
 
 
 def _notes(table, n_latents, n_tasks, stage2_only, seeds) -> tuple[int, list[str]]:
-    """The resolved ``n_latents`` and the notes for the log and the report."""
+    """The resolved ``n_latents`` and the notes for the log and the report.
+
+    ``n_latents`` is checked against the features, the tasks and (for MTLCM
+    alone) the within-task rank of the inputs here, before any fit.
+    """
+    from identrep.utils.validation import check_n_latents, within_task_rank
+
     notes = []
+    if table.index_like:
+        notes.append(
+            f"Column(s) {table.index_like} number the rows (distinct integers in "
+            "order) and were left out of the inputs; pass them with --features to "
+            "use them."
+        )
     if table.ignored:
         notes.append(
             f"Non-numeric column(s) left out of the inputs: {table.ignored[:10]}"
@@ -153,9 +167,26 @@ def _notes(table, n_latents, n_tasks, stage2_only, seeds) -> tuple[int, list[str
             f"{table.n_dropped} row(s) without a target value were left out of the "
             "fit (they still get latents)."
         )
+    p, n_obs = len(table.features), table.n_obs
+    rank = None
+    if stage2_only:  # MTLCM's latents span the inputs' within-task rank at most
+        if table.layout == "wide":
+            r, t = np.nonzero(table.Y.notna().to_numpy())
+            Xo = table.X[r]
+        else:
+            Xo = table.X[table.obs_rows]
+            t = np.unique(table.task_ids, return_inverse=True)[1]
+        rank = within_task_rank(Xo, t)
     if n_latents is None:
-        n_latents = len(table.features) if stage2_only else min(10, n_tasks)
+        n_latents = rank if stage2_only else min(10, n_tasks, p)
+        n_latents = max(int(n_latents), 1)
         notes.append(f"n_latents not given; using {n_latents}.")
+    try:
+        check_n_latents(
+            n_latents, n_features=p, n_tasks=n_tasks, n_obs=n_obs, rank=rank, warn=False
+        )
+    except DataError as exc:
+        raise DataError(f"{table.path}: {exc}") from None
     if n_latents > n_tasks:
         notes.append(
             f"n_latents={n_latents} exceeds the number of tasks ({n_tasks}): the "
@@ -183,7 +214,7 @@ def fit(
     stage2_only: bool = False,
     seed: int = 0,
     seeds: int = 1,
-    max_epochs: int = 200,
+    max_epochs: int = 1000,
     max_iter: int | None = None,
     n_init: int | None = None,
     progress: bool = True,
@@ -200,8 +231,10 @@ def fit(
     out : path-like
         Output folder (created; existing outputs are replaced).
     n_latents : int, optional
-        Latent dimension K. Default: the number of features with
-        ``stage2_only``, else ``min(10, n_tasks)``.
+        Latent dimension K, checked against the features, the tasks and (with
+        ``stage2_only``) the within-task rank of the inputs before any fit.
+        Default: ``min(10, n_tasks, n_features)``; with ``stage2_only`` that
+        rank (the number of features unless some are collinear).
     stage2_only : bool, default=False
         Fit MTLCM directly on the features (a linear mixing of the latents)
         instead of MTRN then MTLCM.
@@ -211,8 +244,10 @@ def fit(
         Number of seeds; with 2 or more the report gives the cross-seed MCC of the
         latents (Pearson, Hungarian-matched, every pair), the stability measure
         of the paper's Table 3 for data without ground truth.
-    max_epochs : int, default=200
-        MTRN epochs (early stopping on a 10% validation split may stop sooner).
+    max_epochs : int, default=1000
+        Cap on MTRN epochs: early stopping on a 10% validation split (patience
+        20) ends training first unless validation still improves at the cap
+        (then the report carries a ConvergenceWarning).
     max_iter, n_init : int, optional
         MTLCM's L-BFGS iteration budget and number of restarts (default: MTLCM's);
         raise them when the report says the stage-2 fit did not converge.
@@ -267,7 +302,7 @@ def fit(
     X_units = table.frame(table.unit_rows)
     what = "MTLCM" if stage2_only else "MTRN + MTLCM"
     models, seconds, latents, caught = [], [], [], []
-    verbose = bool(progress) and sys.stderr.isatty()
+    verbose = bool(progress)  # a bar on a terminal, plain lines in a log
     for s in range(seeds):
         _log(f"Fitting {what}, seed {seed + s} ({s + 1}/{seeds}) ...", progress)
         model = _make_model(
@@ -357,6 +392,8 @@ def fit(
             png=png,
             command=command,
             version=__version__,
+            latents=latents,
+            fit_args=(X, y, t),
         )
         md, page = render_report(summary)
         files["report.md"] = atomic_write_text(tmp / "report.md", md)

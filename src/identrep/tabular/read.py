@@ -177,6 +177,10 @@ class TableData:
         ``id_col`` values of the output rows.
     ignored : list of str
         Non-numeric columns left out of the default features.
+    index_like : list of str
+        Columns that number the rows (distinct integers, strictly monotone) left
+        out of the default features: a row number carries no information about
+        the inputs; pass it with ``features`` (``--features``) to use it anyway.
     n_dropped : int
         Long layout: rows left out for lack of a target value.
     """
@@ -196,6 +200,7 @@ class TableData:
     ids: np.ndarray | None
     ignored: list[str] = field(default_factory=list)
     n_dropped: int = 0
+    index_like: list[str] = field(default_factory=list)
 
     @property
     def n_rows(self) -> int:
@@ -232,7 +237,22 @@ class TableData:
         return self.frame(self.obs_rows), self.y, self.task_ids
 
 
+def _is_row_index(s) -> bool:
+    """A column that numbers the rows: integer values, one per row, all distinct
+    and strictly increasing or decreasing (0, 1, 2, ... or ids in file order)."""
+    import pandas as pd
+
+    if len(s) < 3 or pd.api.types.is_bool_dtype(s):
+        return False
+    v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
+    if np.isnan(v).any() or not np.array_equal(v, np.round(v)):
+        return False
+    step = np.diff(v)
+    return bool((step > 0).all() or (step < 0).all())
+
+
 def _select_features(df, path: Path, exclude: list[str], features, transform=False):
+    """``(features, non-numeric columns left out, row-index columns left out)``."""
     import pandas as pd
 
     if features is not None:
@@ -244,14 +264,14 @@ def _select_features(df, path: Path, exclude: list[str], features, transform=Fal
                 f"{path}: column(s) {clash} are given both as features and as "
                 "target/task/id columns; a column can play one role only."
             )
-        return features, []
-    feats, ignored = [], []
+        return features, [], []
+    feats, ignored, index_like = [], [], []
     for c in df.columns:
         if c in exclude:
             continue
         s = df[c]
         if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
-            feats.append(c)
+            (index_like if _is_row_index(s) else feats).append(c)
             continue
         num = pd.to_numeric(s, errors="coerce")
         if num.notna().any():  # mostly numbers with a stray text value: a typo
@@ -260,9 +280,11 @@ def _select_features(df, path: Path, exclude: list[str], features, transform=Fal
     if not feats:
         raise DataError(
             f"{path}: no numeric input column besides the target/task/id columns "
-            f"{exclude}; pass the inputs with --features COL ..."
+            f"{exclude}"
+            + (f" and the row-index column(s) {index_like}" if index_like else "")
+            + "; pass the inputs with --features COL ..."
         )
-    return feats, ignored
+    return feats, ignored, index_like
 
 
 def _feature_matrix(
@@ -381,7 +403,7 @@ def load_table(
             "with --target VALUE --task-col TASK."
         )
     defaulted = features is None
-    features, ignored = _select_features(df, path, roles, features)
+    features, ignored, index_like = _select_features(df, path, roles, features)
     X = _feature_matrix(df, features, path, defaulted)
     tvals = {c: _numeric_column(df, c, path, "target") for c in targets}
     for c, v in tvals.items():
@@ -422,6 +444,7 @@ def load_table(
             unit_rows=np.arange(X.shape[0]),
             ids=ids_all,
             ignored=ignored,
+            index_like=index_like,
         )
 
     labels = _task_labels(df[task_col], path, task_col)
@@ -467,6 +490,7 @@ def load_table(
         ids=None if ids_all is None else ids_all[unit_rows],
         ignored=ignored,
         n_dropped=n_dropped,
+        index_like=index_like,
     )
 
 
@@ -516,7 +540,7 @@ def load_inputs(
     if features is not None:
         _check_columns(df, features, path, "model feature")
     else:
-        features, _ = _select_features(df, path, [], None)
+        features = _select_features(df, path, [], None)[0]
         if len(features) != n_features_in:
             raise DataError(
                 f"{path}: the saved model has no column names and expects "

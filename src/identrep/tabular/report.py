@@ -18,7 +18,13 @@ import numpy as np
 from identrep.tabular.read import TableData
 from identrep.utils.numerics import CAUSAL_THRESHOLD, causal_mask, r2_per_task
 
-__all__ = ["FitSummary", "heatmap_png", "render_report"]
+__all__ = [
+    "CROSS_SEED_HELP",
+    "FitSummary",
+    "heatmap_figure",
+    "heatmap_png",
+    "render_report",
+]
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,11 @@ class FitSummary:
         The command line, quoted in the report.
     version : str
         identrep's version.
+    latents : list of ndarray of shape (n_units, K), optional
+        The latents of every seed (rows of ``latents.csv``), for the seed
+        agreement of the causal sets and the latents' correlations with inputs.
+    fit_args : tuple, optional
+        ``(X, y, task_ids)`` the models were fitted with (held-out R^2).
     """
 
     table: TableData
@@ -66,39 +77,50 @@ class FitSummary:
     png: bytes | None
     command: str | None
     version: str
+    latents: list | None = None
+    fit_args: tuple | None = None
 
 
-def heatmap_png(C: np.ndarray, tasks, title: str) -> bytes | None:
-    """PNG bytes of the causal map, or None without matplotlib.
+def heatmap_figure(C: np.ndarray, tasks, title: str):
+    """The causal map as a matplotlib ``Figure`` (off-screen, Agg canvas).
 
     Parameters
     ----------
     C : ndarray of shape (n_tasks, n_latents)
         Causal indicators in [0, 1].
     tasks : sequence of length n_tasks
-        Task labels (shown when there are at most 40 tasks).
+        Task labels: every one up to 120 tasks (the figure grows about 0.15 inch
+        a task, so 80 task names stay readable), else about 60 evenly spaced ones.
     title : str
     """
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        return None
-    import io
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     T, d = C.shape
-    fig = Figure(figsize=(min(2.0 + 0.45 * d, 12.0), min(1.6 + 0.22 * T, 12.0)))
+    height = min(1.8 + 0.15 * T, 20.0) if T <= 120 else 12.0
+    fig = Figure(figsize=(min(3.0 + 0.45 * d, 12.0), height))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     im = ax.imshow(C, aspect="auto", vmin=0.0, vmax=1.0, cmap="viridis")
     ax.set_xticks(range(d), [f"z{j}" for j in range(d)], fontsize=8)
-    if T <= 40:
-        ax.set_yticks(range(T), [str(t) for t in tasks], fontsize=7)
+    step = 1 if T <= 120 else int(np.ceil(T / 60))
+    ax.set_yticks(range(0, T, step), [str(t) for t in list(tasks)[::step]], fontsize=7)
     ax.set_xlabel("latent")
-    ax.set_ylabel(f"task ({T})")
+    ax.set_ylabel(f"task ({T})" + (f", every {step}th labelled" if step > 1 else ""))
     ax.set_title(title, fontsize=9)
     fig.colorbar(im, ax=ax, label="causal indicator c (1 = cause, 0 = effect)")
     fig.tight_layout()
+    return fig
+
+
+def heatmap_png(C: np.ndarray, tasks, title: str) -> bytes | None:
+    """PNG bytes of :func:`heatmap_figure`, or None without matplotlib."""
+    import io
+
+    try:
+        fig = heatmap_figure(C, tasks, title)
+    except ImportError:
+        return None
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     return buf.getvalue()
@@ -250,9 +272,19 @@ class _Page:
         self.h.append(f"<h2>{html.escape(title)}</h2>")
 
     def section(self, title, rows, header=("", "")) -> None:
+        """A titled table; ``rows`` are tuples of strings as long as ``header``."""
         md, h = self.md, self.h
-        md.extend([f"## {title}", "", f"| {header[0]} | {header[1]} |", "|---|---|"])
-        md.extend(f"| {a} | {b.replace('|', '/')} |" for a, b in rows)
+        md.extend(
+            [
+                f"## {title}",
+                "",
+                "| " + " | ".join(header) + " |",
+                "|" + "---|" * len(header),
+            ]
+        )
+        md.extend(
+            "| " + " | ".join(str(c).replace("|", "/") for c in r) + " |" for r in rows
+        )
         md.append("")
         h.append(f"<h2>{html.escape(title)}</h2><table>")
         if any(header):
@@ -260,44 +292,140 @@ class _Page:
                 "<tr>" + "".join(f"<th>{html.escape(x)}</th>" for x in header) + "</tr>"
             )
         h.extend(
-            f"<tr><td>{html.escape(a)}</td><td>{html.escape(b)}</td></tr>"
-            for a, b in rows
+            "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>"
+            for r in rows
         )
         h.append("</table>")
+
+    def bullets(self, title: str, items: list[str]) -> None:
+        self.md.extend([f"## {title}", "", *(f"- {n}" for n in items), ""])
+        self.h.append(f"<h2>{html.escape(title)}</h2><ul>")
+        self.h.extend(f"<li>{html.escape(n)}</li>" for n in items)
+        self.h.append("</ul>")
 
     def para(self, text: str) -> None:
         self.md.extend([text, ""])
         self.h.append(f"<p>{html.escape(text)}</p>")
 
 
+#: How to read the cross-seed MCC, in one line (report and README).
+CROSS_SEED_HELP = (
+    "How to read it: the MCC is the mean absolute correlation between matched "
+    "latents of two seeds; 1.0 means every seed found the same latents up to "
+    "order, sign and scale (the evidence, without ground truth, that they are "
+    "identified); well below 1, single latents are not reproducible and only "
+    "their span should be interpreted."
+)
+_MAX_TASKS = 100  # tasks listed one by one in the report
+
+
+def _fmt(v: float) -> str:
+    return "n/a" if v is None or not np.isfinite(v) else f"{v:.3f}"
+
+
+def _heldout(info: FitSummary):
+    """Held-out R^2 per task of the saved model's stage 1, or None."""
+    if info.stage2_only or info.fit_args is None:
+        return None
+    from identrep.tabular.diagnostics import heldout_r2
+
+    return heldout_r2(info.models[0].mtrn_, *info.fit_args)
+
+
+def _stability(info: FitSummary):
+    if info.latents is None or len(info.latents) < 2:
+        return None
+    from identrep.tabular.diagnostics import causal_stability
+
+    return causal_stability([m.causal_indicators_ for m in info.models], info.latents)
+
+
+def _seed_rows(info: FitSummary, stab) -> list[tuple[str, str]]:
+    cross = info.cross
+    worst = min(cross["pairs"], key=lambda p: p[1])
+    rows = [
+        (
+            "MCC of the latents (Pearson)",
+            f"{cross['mean']:.4f} +/- {cross['std']:.4f} over "
+            f"{len(cross['pairs'])} pair(s) of seeds (lowest {worst[1]:.4f}, seeds "
+            f"{info.seed + worst[0][0]} and {info.seed + worst[0][1]})",
+        )
+    ]
+    if stab is not None:
+        T = len(stab["task_agreement"])
+        rows.append(
+            (
+                f"causal sets (latents matched to seed {info.seed})",
+                f"{stab['identical_tasks']} of {T} tasks have the same causal set in "
+                f"every seed; {100 * stab['entry_agreement']:.1f}% of the (task, "
+                "latent) entries agree",
+            )
+        )
+    return rows
+
+
 def render_report(info: FitSummary) -> tuple[str, str]:
     """Markdown and HTML text of the report.
 
-    Sections: Data, Settings, Fit, Causal map (heat-map, latent usage), Causal
-    sets (first 20 tasks), Agreement across seeds (with 2 or more seeds), Notes
-    (notes and caught warnings, when any) and Outputs.
+    Sections: Data, Settings, Fit (with stage 1's held-out R^2), Read with care
+    (degenerate causal maps or latents, when any), Causal map (heat-map, latent
+    usage), Causal sets (per task: causal latents, held-out R^2, agreement across
+    seeds), Latents and inputs, Agreement across seeds (with 2 or more seeds),
+    Notes (notes and caught warnings, when any) and Outputs.
 
     Returns
     -------
     md, html : str
     """
+    from identrep.tabular.diagnostics import degenerate_findings, input_correlations
+
     m = info.models[0]
     C = m.causal_indicators_
     K = C.shape[1]
     causal = causal_mask(C)
     rule = f"c >= {CAUSAL_THRESHOLD:g}"
-    n_show = min(len(C), 20)
+    r2 = _heldout(info)
+    stab = _stability(info)
+    n_show = min(len(C), _MAX_TASKS)
+    header = ["task", "causal latents"]
+    if r2 is not None:
+        header.append("held-out R^2")
+    if stab is not None:
+        header.append(f"same set in the other {len(info.models) - 1} seed(s)")
     sets = []
-    for lab, row in zip(list(m.tasks_)[:n_show], causal[:n_show], strict=True):
+    for i, (lab, row) in enumerate(zip(list(m.tasks_)[:n_show], causal[:n_show],
+                                        strict=True)):  # fmt: skip
         causes = [f"z{j}" for j in np.flatnonzero(row)]
-        sets.append((str(lab), ", ".join(causes) if causes else "(none)"))
+        cells = [str(lab), ", ".join(causes) if causes else "(none)"]
+        if r2 is not None:
+            cells.append(_fmt(r2[i]))
+        if stab is not None:
+            cells.append(f"{100 * stab['task_agreement'][i]:.0f}%")
+        sets.append(tuple(cells))
     usage = causal.sum(axis=0)
     usage_text = ", ".join(f"z{j}: {int(usage[j])}" for j in range(K))
 
     page = _Page("identrep fit report")
     page.section("Data", _data_rows(info.table))
     page.section("Settings", _settings_rows(info))
-    page.section("Fit", _fit_rows(info))
+    fit_rows = _fit_rows(info)
+    if r2 is not None and np.isfinite(r2).any():
+        ok = r2[np.isfinite(r2)]
+        fit_rows.insert(
+            -1 if len(info.models) == 1 else -2,
+            (
+                "stage 1 held-out R^2 per task",
+                f"median {np.median(ok):.3f} (min {ok.min():.3f}, max "
+                f"{ok.max():.3f}) over {ok.size} tasks, on the "
+                f"{len(m.mtrn_.validation_index_)} observations held out from "
+                "training (used only for early stopping)",
+            ),
+        )
+    page.section("Fit", fit_rows)
+    Z0 = None if info.latents is None else info.latents[0]
+    findings = degenerate_findings(C, Z0) if Z0 is not None else []
+    if findings:
+        page.bullets("Read with care: this result is degenerate", findings)
     page.heading("Causal map")
     page.para(
         "Causal indicator c_tj in [0, 1] of every task t and latent z_j: near 1 the "
@@ -312,44 +440,33 @@ def render_report(info: FitSummary) -> tuple[str, str]:
         )
     else:
         page.para(
-            "(No heat-map: matplotlib is not installed; pip install "
-            '"identrep[plot]" to get causal_map.png.)'
+            "(No heat-map: matplotlib is not installed; pip install matplotlib to "
+            "get causal_map.png.)"
         )
     page.para(f"Number of tasks each latent causes ({rule}): {usage_text}.")
     page.section(
         f"Causal sets ({rule})"
         + (f", first {n_show} of {len(C)} tasks" if len(C) > n_show else ""),
         sets,
-        header=("task", "causal latents"),
+        header=tuple(header),
     )
-    cross = info.cross
-    if cross is not None:
-        worst = min(cross["pairs"], key=lambda p: p[1])
+    if Z0 is not None:
+        X_units = info.table.X[info.table.unit_rows]
+        feats = info.table.features
+        corr = input_correlations(Z0, X_units)
         page.section(
-            "Agreement across seeds",
+            "Latents and inputs",
             [
-                (
-                    "MCC of the latents (Pearson)",
-                    f"{cross['mean']:.4f} +/- {cross['std']:.4f} over "
-                    f"{len(cross['pairs'])} pair(s) of seeds (lowest "
-                    f"{worst[1]:.4f}, seeds {info.seed + worst[0][0]} and "
-                    f"{info.seed + worst[0][1]})",
-                )
+                (f"z{k}", ", ".join(f"{feats[j]} ({r:+.2f})" for j, r in top))
+                for k, top in enumerate(corr)
             ],
+            header=("latent", "most correlated inputs (Pearson r)"),
         )
-        page.para(
-            "1.0 means every seed recovers the same latents up to permutation and "
-            "scale; without ground truth this is the evidence that they are "
-            "identified (the paper's Table 3 protocol)."
-        )
+    if info.cross is not None:
+        page.section("Agreement across seeds", _seed_rows(info, stab))
+        page.para(CROSS_SEED_HELP)
     if info.notes or info.warnings:
-        page.md.extend(["## Notes", ""])
-        page.h.append("<h2>Notes</h2><ul>")
-        for n in info.notes + info.warnings:
-            page.md.append(f"- {n}")
-            page.h.append(f"<li>{html.escape(n)}</li>")
-        page.md.append("")
-        page.h.append("</ul>")
+        page.bullets("Notes", info.notes + info.warnings)
     outputs = (
         "latents.csv (latents of every input), causal_map.csv, "
         + ("causal_map.png, " if info.png is not None else "")

@@ -1,4 +1,5 @@
-"""The shared training loop (:func:`fit_module`) and its batch helpers."""
+"""The shared training loop (:func:`fit_module`), its batch helpers and the one
+progress display (:class:`Progress`)."""
 
 from identrep.training.loop import (
     IndexBatches,
@@ -6,5 +7,12 @@ from identrep.training.loop import (
     fit_module,
     split_within_tasks,
 )
+from identrep.training.progress import Progress
 
-__all__ = ["IndexBatches", "TensorBatches", "fit_module", "split_within_tasks"]
+__all__ = [
+    "IndexBatches",
+    "Progress",
+    "TensorBatches",
+    "fit_module",
+    "split_within_tasks",
+]

@@ -1,9 +1,10 @@
 """The one training loop every torch model in identrep uses, and its batch helpers.
 
 :func:`fit_module` runs minibatch gradient descent on ``loss_fn(module, batch)``
-with optional early stopping on a validation loss, gradient clipping and a plain
-progress line. It never picks a device and owns no data: the caller builds the
-module on its device and hands over re-iterable batch sources.
+with optional early stopping on a validation loss, gradient clipping and a
+progress display (:mod:`identrep.training.progress`). It never picks a device and
+owns no data: the caller builds the module on its device and hands over
+re-iterable batch sources.
 
 :class:`IndexBatches` (and its tensor form :class:`TensorBatches`) are such sources:
 each pass draws a fresh order from a private, deterministically seeded
@@ -14,7 +15,6 @@ each pass draws a fresh order from a private, deterministically seeded
 from __future__ import annotations
 
 import math
-import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -27,6 +27,7 @@ from torch import Tensor, nn
 
 from identrep._typing import Seed
 from identrep.exceptions import ConvergenceWarning
+from identrep.training.progress import Progress
 from identrep.utils._param_validation import (
     Interval,
     StrOptions,
@@ -341,30 +342,6 @@ def _mean_loss(module, loss_fn, batches) -> float:
     return total / weight if weight > 0 else math.nan
 
 
-class _Progress:
-    """One stderr line rewritten in place (no dependency); silent unless enabled."""
-
-    def __init__(self, enabled: bool, desc: str, max_epochs: int):
-        self.enabled, self.desc, self.max_epochs = enabled, desc, max_epochs
-        self.width = 0
-
-    def update(self, epoch: int, train: float, val: float | None, best, t0: float):
-        if not self.enabled:
-            return
-        msg = f"{self.desc}: epoch {epoch + 1}/{self.max_epochs} train {train:.5g}"
-        if val is not None:
-            msg += f" val {val:.5g} (best {best[1]:.5g} @ {best[0] + 1})"
-        msg += f" [{time.perf_counter() - t0:.1f}s]"
-        sys.stderr.write("\r" + msg.ljust(self.width))
-        sys.stderr.flush()
-        self.width = len(msg)
-
-    def close(self, note: str = ""):
-        if self.enabled:
-            sys.stderr.write((f" {note}" if note else "") + "\n")
-            sys.stderr.flush()
-
-
 @validate_params(
     _constraints(
         "loss_fn",
@@ -450,7 +427,8 @@ def fit_module(
     min_lr_ratio : float, default=0.01
         Final learning rate of the cosine schedule, relative to ``lr``.
     progress : bool, default=False
-        Rewrite one status line on stderr after every epoch.
+        Show the epochs on stderr (:class:`~identrep.training.progress.Progress`:
+        a tqdm bar on a terminal, a plain line every 15 s elsewhere).
     desc : str, default="training"
         Label of the status line.
     post_epoch : callable, optional
@@ -503,7 +481,7 @@ def fit_module(
     step = 0
     history: dict = {"train_loss": [], "val_loss": []}
     best_epoch, best_loss, best_state = -1, math.inf, None
-    bar = _Progress(progress, desc, int(max_epochs))
+    bar = Progress(int(max_epochs), desc, enabled=progress, unit="epoch")
     stopped_early = False
     t0 = time.perf_counter()
     epoch = -1
@@ -552,7 +530,10 @@ def fit_module(
                 best_state = {
                     k: v.detach().clone() for k, v in module.state_dict().items()
                 }
-        bar.update(epoch, train_loss, val_loss, (best_epoch, best_loss), t0)
+        shown = {"train": f"{train_loss:.5g}"}
+        if val_loss is not None:
+            shown["val"] = f"{val_loss:.5g} (best {best_loss:.5g} @ {best_epoch + 1})"
+        bar.update(**shown)
         if callback is not None and callback(epoch, module.eval(), history):
             stopped_early = epoch + 1 < max_epochs
             break

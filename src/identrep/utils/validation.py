@@ -15,6 +15,7 @@ indexes it by ``rows``, so a wide data set with many tasks is never copied per t
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,11 +28,13 @@ __all__ = [
     "check_array",
     "check_input_kind",
     "check_multitask",
+    "check_n_latents",
     "check_task_ids",
     "encode_task_ids",
     "integral_labels",
     "long_to_wide",
     "wide_to_long",
+    "within_task_rank",
 ]
 
 
@@ -437,3 +440,100 @@ def wide_to_long(X, Y):
     """Wide ``(X, Y)`` -> long ``(X_long, y, task_ids)`` (rows of ``X`` repeated)."""
     d = check_multitask(X, Y, min_samples=1, check_constant=False)
     return d.X[d.rows], d.y, d.tasks[d.task_ids]
+
+
+def within_task_rank(X: np.ndarray, task_ids: np.ndarray, max_rows: int = 20_000):
+    """Numerical rank of ``X`` after centring within each task.
+
+    What a linear model with a per-task mean can use: MTLCM's latents span at most
+    this many directions. Computed on at most ``max_rows`` evenly spaced rows (the
+    rank of generic data does not change).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    task_ids : ndarray of shape (n_samples,)
+        Integer task codes.
+
+    Returns
+    -------
+    int
+    """
+    t = np.asarray(task_ids)
+    n_tasks = int(t.max()) + 1 if t.size else 0
+    counts = np.maximum(np.bincount(t, minlength=n_tasks), 1)
+    means = np.stack([np.bincount(t, X[:, j], n_tasks) for j in range(X.shape[1])], 1)
+    Xc = X - means[t] / counts[t, None]
+    if Xc.shape[0] > max_rows:
+        Xc = Xc[np.linspace(0, Xc.shape[0] - 1, max_rows).astype(np.int64)]
+    unit = np.abs(Xc).max(axis=0)
+    return int(np.linalg.matrix_rank(Xc / np.where(unit > 0, unit, 1.0)))
+
+
+def check_n_latents(
+    n_latents: int,
+    *,
+    n_features: int,
+    n_tasks: int | None = None,
+    n_obs: int | None = None,
+    rank: int | None = None,
+    owner: str = "",
+    warn: bool = True,
+) -> None:
+    """Refuse an ``n_latents`` the data cannot support, before any work.
+
+    * more latents than input features: the latents are recovered as a function
+      of X, so at most ``n_features`` of them can be told apart;
+    * more latents than ``rank``, the within-task rank of the inputs of a linear
+      model (:func:`within_task_rank`), or than ``n_obs - n_tasks`` (the largest
+      rank of any features centred within tasks, what MTLCM sees);
+    * more latents than tasks is allowed with a warning: identifiability needs at
+      least ``n_latents`` tasks with linearly independent weights.
+
+    Parameters
+    ----------
+    n_latents, n_features : int
+    n_tasks, n_obs, rank : int, optional
+        Checked when given.
+    owner : str
+        Who asks (the estimator's name), for the messages.
+    warn : bool, default=True
+        Warn when ``n_latents`` exceeds ``n_tasks``.
+
+    Raises
+    ------
+    DataError
+        Naming ``n_latents``, the limit and how to fix it.
+    """
+    who = f"{owner}: " if owner else ""
+    d = int(n_latents)
+    limits = [
+        (int(n_features), f"the number of input features (n_features={n_features})")
+    ]
+    if rank is not None:
+        limits.append(
+            (int(rank), f"the rank of the inputs centred within tasks ({rank})")
+        )
+    if n_obs is not None and n_tasks is not None:
+        limits.append(
+            (
+                int(n_obs) - int(n_tasks),
+                f"the observations minus the tasks ({n_obs} - {n_tasks}), the rank "
+                "of any features centred within tasks",
+            )
+        )
+    for limit, what in limits:
+        if d > limit:
+            raise DataError(
+                f"{who}n_latents={d} exceeds {what}: at most {max(limit, 0)} latents "
+                f"can be told apart from these data. Set n_latents to at most "
+                f"{max(limit, 1)} (identrep fit: --n-latents)."
+            )
+    if warn and n_tasks is not None and d > int(n_tasks):
+        warnings.warn(
+            f"{who}n_latents={d} exceeds the number of tasks ({n_tasks}): "
+            "identifiability needs at least n_latents tasks with linearly "
+            "independent weights, so some latents may not be identified.",
+            UserWarning,
+            stacklevel=3,
+        )

@@ -110,3 +110,38 @@ def test_report_puts_models_side_by_side_with_the_paper(tmp_path):
         paper = pub.loc[(model, 2, 3), "mcc_mean"]
         assert row[col].startswith(f"{np.mean(vals):.2f} ± {np.std(vals):.2f}")
         assert row[col].rstrip(" |").endswith(f"({paper:.2f})")
+
+
+def test_study_figures_are_a_grid_with_integer_ticks_and_plain_titles(
+    tmp_path, monkeypatch
+):
+    pytest.importorskip("matplotlib")
+    import identrep.experiments.plots as plots
+
+    rows = [
+        {
+            "table": "table1", "model": "MTLCM", "mixing": "identity",
+            "mixing_source": "reference", "n_latents": d, "n_causal": k,
+            "n_observed": d, "mcc_task_spearman_mean": 0.9,
+            "mcc_task_spearman_std": 0.01,
+        }
+        for d in (3, 5, 20) for k in range(1, 8)
+    ]  # fmt: skip
+    figures = []
+
+    def keep(fig, path, dpi=130):
+        figures.append((fig, path))
+        return path
+
+    monkeypatch.setattr(plots, "save_figure", keep)
+    plots.plot_summary(pd.DataFrame(rows), tmp_path)
+    fig = next(f for f, p in figures if p.name.endswith("mcc_vs_n_latents.png"))
+    width, height = fig.get_size_inches()
+    assert width <= 3 * 4.2 + 1e-9 and height > 3.4  # 7 panels: 3 rows of 3
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 7
+    titles = [ax.get_title() for ax in visible]
+    assert titles[0] == "number of causal factors k = 1"
+    assert [t.get_text() for t in visible[0].get_xticklabels()] == ["3", "5", "20"]
+    suptitle = fig._suptitle.get_text()
+    assert "no mixing (identity)" in suptitle and "identity mixing" not in suptitle

@@ -100,7 +100,9 @@ def test_model_data_errors_name_the_file(long_csv, tmp_path):
     with pytest.raises(ir.DataError) as exc:
         fit(long_csv, target="v", task_col="task", stage2_only=True, n_latents=3,
             out=tmp_path / "o", progress=False)  # fmt: skip
-    assert str(exc.value).startswith(f"{long_csv}: MTLCM needs at least n_latents")
+    assert str(exc.value).startswith(
+        f"{long_csv}: n_latents=3 exceeds the number of input features (n_features=2)"
+    )
     assert not (tmp_path / "o").exists()
 
 
@@ -200,3 +202,86 @@ def test_cleaning_leftovers_never_touches_the_users_own_hidden_files(
         out=tmp_path / "fit", progress=False)  # fmt: skip
     assert all(p.read_text() == "mine" for p in keep)
     assert not stale.exists()
+
+
+def _wide_table(tmp_path, n_features=3, n_tasks=12, seed=0):
+    """A wide table: a row-number column first, features f*, targets y*."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    Z = rng.normal(size=(n, 2))
+    X = np.tanh(Z @ rng.normal(size=(2, n_features))) + 0.05 * rng.normal(
+        size=(n, n_features)
+    )
+    Y = Z @ rng.normal(size=(2, n_tasks)) + 0.1 * rng.normal(size=(n, n_tasks))
+    df = pd.DataFrame({"row_id": np.arange(100, 100 + n)})
+    for j in range(n_features):
+        df[f"f{j}"] = X[:, j]
+    for k in range(n_tasks):
+        df[f"y{k}"] = Y[:, k]
+    path = tmp_path / "wide.csv"
+    df.to_csv(path, index=False)
+    return path, [f"y{k}" for k in range(n_tasks)]
+
+
+def test_a_row_number_column_is_left_out_and_n_latents_fits_inputs(tmp_path, capsys):
+    path, targets = _wide_table(tmp_path)
+    res = fit(path, target=targets, out=tmp_path / "o", max_epochs=3)
+    err = capsys.readouterr().err
+    assert "note: Column(s) ['row_id'] number the rows" in err  # before: an input
+    assert list(res.model.feature_names_in_) == ["f0", "f1", "f2"]
+    assert "note: n_latents not given; using 3." in err  # before: 10 > 3 inputs
+    assert res.latents.filter(like="z").shape[1] == 3
+    assert "number the rows" in (tmp_path / "o" / "report.md").read_text()
+
+
+def test_too_many_latents_are_refused_before_any_fit(tmp_path, monkeypatch):
+    path, targets = _wide_table(tmp_path)
+    monkeypatch.setattr(fitting_module, "_make_model", _never_read)
+    with pytest.raises(ir.DataError, match=r"wide.csv: n_latents=1000 exceeds the "
+                       r"number of input features \(n_features=3\)"):  # fmt: skip
+        fit(path, target=targets, out=tmp_path / "o", n_latents=1000)
+
+
+def test_stage2_only_n_latents_follows_the_rank_of_the_inputs(tmp_path, capsys):
+    path, targets = _wide_table(tmp_path, n_features=3)
+    df = pd.read_csv(path)
+    df["f3"] = df["f0"] + 2 * df["f1"]  # collinear: within-task rank 3 of 4
+    df.to_csv(path, index=False)
+    res = fit(path, target=targets, out=tmp_path / "o", stage2_only=True)
+    assert "note: n_latents not given; using 3." in capsys.readouterr().err
+    assert res.latents.filter(like="z").shape[1] == 3
+    with pytest.raises(ir.DataError, match=r"n_latents=4 exceeds the rank of the "
+                       r"inputs centred within tasks \(3\)"):  # fmt: skip
+        fit(path, target=targets, out=tmp_path / "o2", stage2_only=True, n_latents=4)
+
+
+def test_the_report_gives_heldout_r2_seed_stability_and_input_correlations(
+    tmp_path,
+):
+    from identrep.tabular.report import CROSS_SEED_HELP
+
+    path, targets = _wide_table(tmp_path)
+    fit(path, target=targets, out=tmp_path / "o", n_latents=2, seeds=2,
+        max_epochs=30, progress=False)  # fmt: skip
+    md = (tmp_path / "o" / "report.md").read_text()
+    for text in (
+        "| stage 1 held-out R^2 per task | median ",  # before: in-sample R^2 only
+        "| task | causal latents | held-out R^2 | same set in the other 1 seed(s) |",
+        "| causal sets (latents matched to seed 0) | ",
+        "## Latents and inputs",
+        "| z0 | f",
+        CROSS_SEED_HELP,
+    ):
+        assert text in md, text
+    row = next(ln for ln in md.splitlines() if ln.startswith("| y0 |"))
+    r2, same = row.split(" | ")[2:4]
+    assert -10 < float(r2) <= 1 and same.rstrip(" |") in ("0%", "100%")
+
+
+def test_fit_shows_training_progress_in_a_log(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("IDENTREP_PROGRESS_SECONDS", "3600")
+    path, targets = _wide_table(tmp_path)
+    fit(path, target=targets, out=tmp_path / "o", n_latents=2, max_epochs=3)
+    err = capsys.readouterr().err  # not a terminal: plain lines
+    assert "MTRN[joint]: 1/3 epochs, train " in err  # before: only on a terminal
+    assert "TaskIdentifiable: stage 2 of 2, MTLCM" in err and "\r" not in err

@@ -253,7 +253,8 @@ def test_load_inputs_errors(wide):
 
 def test_uint64_task_labels_stay_positive(tmp_path):
     big = np.array([2**63 + 10, 2**64 - 2**12, 5], dtype=np.uint64)
-    df = pd.DataFrame({"a": np.arange(9.0), "task": np.repeat(big, 3)})
+    a = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0, 5.0]  # not a row number
+    df = pd.DataFrame({"a": a, "task": np.repeat(big, 3)})
     df["v"] = np.arange(9.0) ** 2
     df.to_csv(tmp_path / "t.csv", index=False)
     tab = load_table(tmp_path / "t.csv", target="v", task_col="task")

@@ -116,7 +116,7 @@ def test_report_sections_and_settings(wide_table):
         "| stage 2 (MTLCM) | mean log-likelihood per observation -1.2346 (on the "
         "inputs), 7 L-BFGS iterations, converged=True, 0.25 s |",
         "| log-likelihood per seed | -1.2346, -1.2346, -1.2346 |",
-        "## Causal sets (c >= 0.5), first 20 of 25 tasks",
+        "## Causal sets (c >= 0.5)\n",
         "| MCC of the latents (Pearson) | 0.9000 +/- 0.0500 over 2 pair(s) of seeds "
         "(lowest 0.8500, seeds 3 and 5) |",
         "## Notes\n\n- a note\n- seed 3: UserWarning: careful\n",
@@ -124,7 +124,7 @@ def test_report_sections_and_settings(wide_table):
     ):
         assert text in md, text
     assert "max_epochs" not in md  # stage 2 only
-    assert "| t<19> | z1 |" in md and "t<20>" not in md
+    assert "| t<24> | z1 |" in md  # every task up to 100
     assert "<td>t&lt;19&gt;</td>" in page and "<img" not in page
     assert page.endswith("</body></html>\n") and "<title>identrep fit report" in page
 
@@ -146,3 +146,45 @@ def test_heatmap_png(monkeypatch):
     for mod in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
         monkeypatch.setitem(sys.modules, mod, None)
     assert heatmap_png(np.eye(2), ["a", "b"], "title") is None
+
+
+def test_report_flags_a_degenerate_causal_map(wide_table, rng):
+    C = np.zeros((21, 10))
+    C[:, :8] = 0.9  # 8 of 10 latents cause all 21 tasks (seen on a real table)
+    Z = rng.standard_normal((len(wide_table.unit_rows), 10))
+    md, page = render_report(
+        _summary(wide_table, C, [f"t{i}" for i in range(21)], latents=[Z])
+    )
+    assert "## Read with care: this result is degenerate" in md
+    assert "- 8 of 10 latents cause all 21 tasks: the causal map does not tell" in md
+    assert "Latent(s) z8, z9 cause no task" in md
+    assert md.index("Read with care") < md.index("## Causal map")
+    ordinary = np.eye(10)[np.arange(21) % 10] * 0.9
+    md, _ = render_report(
+        _summary(wide_table, ordinary, [f"t{i}" for i in range(21)], latents=[Z])
+    )
+    assert "Read with care" not in md
+
+
+def test_degenerate_latents_are_named():
+    from identrep.tabular.diagnostics import degenerate_findings
+
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((50, 4))
+    Z[:, 2] = 3.0  # constant
+    Z[:, 3] = -2 * Z[:, 0] + 1e-6 * rng.standard_normal(50)  # duplicate of z0
+    out = " ".join(degenerate_findings(np.eye(4)[[0, 1, 3, 0]] * 0.9, Z))
+    assert "z2 are constant" in out and "z0~z3" in out
+
+
+def test_heatmap_names_every_task_of_80():
+    pytest.importorskip("matplotlib")
+    from identrep.tabular.report import heatmap_figure
+
+    tasks = [f"element property {i}" for i in range(80)]
+    fig = heatmap_figure(np.random.default_rng(0).random((80, 5)), tasks, "t")
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == tasks  # before: no task names beyond 40 tasks
+    height_in = fig.get_size_inches()[1]
+    assert height_in / 80 >= 7 / 72  # at least a 7-point line per task name

@@ -338,7 +338,7 @@ def test_progress_line_only_when_enabled(capsys):
         val_batches=[(x, y)],
     )
     err = capsys.readouterr().err
-    assert "demo: epoch 2/2" in err and "val" in err and err.endswith("\n")
+    assert "demo: 2/2 epochs" in err and "val" in err and err.endswith("\n")
 
 
 _FLOAT_POS = r"a float in the range \(0, inf\)"

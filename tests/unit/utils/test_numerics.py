@@ -28,3 +28,25 @@ def test_causal_mask_counts_the_threshold_itself_as_causal():
     np.testing.assert_array_equal(
         causal_mask(np.array([0.49, 0.5, 0.51])), [False, True, True]
     )
+
+
+@pytest.mark.parametrize("unit", [1e-300, 1e-20, 1.0, 1e20, 1e300])
+def test_column_and_task_moments_hold_for_any_magnitude(unit, rng):
+    from identrep.utils.numerics import column_moments, task_moments
+
+    X = rng.normal(size=(500, 3)) + [0.0, 5.0, 1e8]
+    X[:, 0] = 2.0  # a constant column
+    mean, scale = column_moments(X)
+    np.testing.assert_allclose(mean, X.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(scale[1:], X[:, 1:].std(0), rtol=1e-6)
+    m_u, s_u = column_moments(X * unit)  # 500 values near 1e308: no overflow
+    np.testing.assert_allclose(m_u, mean * unit, rtol=1e-12)
+    np.testing.assert_allclose(s_u, scale * unit, rtol=1e-6)
+    assert s_u[0] == pytest.approx(2.0 * unit)  # constant: its own magnitude
+
+    t = np.repeat(np.arange(4), 125)
+    y = X[:, 1] * (1 + t)
+    tm, ts = task_moments(y * unit, t, 4)
+    for k in range(4):
+        np.testing.assert_allclose(tm[k], y[t == k].mean() * unit, rtol=1e-12)
+        np.testing.assert_allclose(ts[k], y[t == k].std() * unit, rtol=1e-6)

@@ -43,6 +43,40 @@ def n_seeds(seeds: int, quick: bool, quick_seeds: int = 1) -> int:
     return min(seeds, quick_seeds) if quick else seeds
 
 
+def quick_intro(n_configs: int, size: tuple[int, int], keys: tuple[str, ...]):
+    """The report intro of a study: when its runs use smaller budgets than the
+    paper's protocol (``n_configs`` configurations of ``keys``, ``size`` = tasks x
+    samples, 5 seeds, the default epoch budgets), one line saying which, as
+    ``identrep reproduce --quick`` does; empty for a full run."""
+
+    def intro(runs) -> str:
+        below = []
+        if "max_epochs" in runs and runs["max_epochs"].notna().any():
+            caps = runs.groupby("model", sort=False)["max_epochs"].first().dropna()
+            below.append(
+                "epoch caps " + ", ".join(f"{m} {int(e)}" for m, e in caps.items())
+            )
+        shape = runs[["n_tasks", "n_samples"]].drop_duplicates().to_numpy()
+        if any(tuple(int(v) for v in row) != tuple(size) for row in shape):
+            shown = ", ".join(f"{int(a)} x {int(b)}" for a, b in shape)
+            below.append(f"{shown} tasks x samples (paper: {size[0]} x {size[1]})")
+        n = len(runs[list(keys)].drop_duplicates())
+        if n < n_configs:
+            below.append(f"{n} of the paper's {n_configs} configurations")
+        seeds = runs["seed"].nunique()
+        if seeds < 5:
+            below.append(f"{seeds} seed(s) (paper: 5)")
+        if not below:
+            return ""
+        return (
+            "**Smaller budgets than the paper's** (as `identrep reproduce --quick` "
+            f"runs): {'; '.join(below)}. A first look at every model, not a "
+            "comparison with the paper."
+        )
+
+    return intro
+
+
 MIXING_OPTIONS = (
     Option(
         "--mixing",

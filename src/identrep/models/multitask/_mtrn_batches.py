@@ -48,17 +48,18 @@ def final_heads(module, F, y_std, task_ids, n_tasks, *, alpha, l1_reg):
 
 
 def observation_batches(
-    make: Callable, data, y_std, train_idx, val_idx, Xt: Tensor, seed: int, *, ridge
+    make: Callable, data, y_std, train_idx, val_idx, Xt, seed, *, ridge, dtype=None
 ):
     """Train and validation sources over observations (long layout, or wide data
-    too sparse for per-batch ridge heads).
+    too sparse for per-batch ridge heads); targets in ``dtype`` (default
+    ``Xt.dtype``; the network's, when ``Xt`` is float64 input it standardises).
 
     With ``ridge`` heads batches hold whole tasks, and validation batches solve
     each task's head on its training samples and score its held-out ones.
     """
     dev = Xt.device
     rows = torch.as_tensor(data.rows, device=dev)
-    yt = torch.as_tensor(y_std, dtype=Xt.dtype, device=dev)
+    yt = torch.as_tensor(y_std, dtype=dtype or Xt.dtype, device=dev)
     tt = torch.as_tensor(data.task_ids, device=dev)
 
     def collate(fit=None, score=None):
@@ -92,10 +93,11 @@ def observation_batches(
 
 
 def row_batches(
-    make: Callable, data, y_std, train_idx, val_idx, Xt: Tensor, seed: int, *, ridge
+    make: Callable, data, y_std, train_idx, val_idx, Xt, seed, *, ridge, dtype=None
 ):
     """Train and validation sources over the rows of wide data (every task of a row
-    predicted at once, unobserved entries masked)."""
+    predicted at once, unobserved entries masked); targets in ``dtype`` as in
+    :func:`observation_batches`."""
     dev = Xt.device
     n_rows, T = data.X.shape[0], data.n_tasks
     Y = np.zeros((n_rows, T))
@@ -104,7 +106,7 @@ def row_batches(
     fit[data.rows[train_idx], data.task_ids[train_idx]] = True
     val = np.zeros((n_rows, T), dtype=bool)
     val[data.rows[val_idx], data.task_ids[val_idx]] = True
-    Yt = torch.as_tensor(Y, dtype=Xt.dtype, device=dev)
+    Yt = torch.as_tensor(Y, dtype=dtype or Xt.dtype, device=dev)
     fit_t = torch.as_tensor(fit, device=dev)
     val_t = torch.as_tensor(val, device=dev)
 

@@ -35,9 +35,9 @@ from identrep.models.multitask.heads import GroupLassoHeads, JointHeads
 from identrep.models.nn.mlp import ACTIVATIONS, MLP, MultiTaskNet, Standardize
 from identrep.training.loop import TRAINING_CONSTRAINTS
 from identrep.utils._param_validation import Interval, SequenceOf, StrOptions
-from identrep.utils.numerics import safe_scale
+from identrep.utils.numerics import column_moments, task_moments
 from identrep.utils.seeding import seeded
-from identrep.utils.validation import check_multitask, check_task_ids
+from identrep.utils.validation import check_multitask, check_n_latents, check_task_ids
 
 __all__ = ["MTRN", "ObsBatch", "RowBatch", "mtrn_loss"]
 
@@ -138,11 +138,11 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
     standardize_inputs : bool or None, default=None
         None: True for the default MLP extractor, False for a custom
         ``extractor`` (True is then an error: the extractor sees raw ``X``).
-        True: standardise every input feature (pooled mean and population std of the
-        training rows) in a fixed first layer of the extractor, so ``module_`` still
-        maps raw ``X``. Only the conditioning of training changes; on the Table 2
-        process it speeds training up markedly (weak MCC 0.955 after 60 epochs
-        against 0.908 without it, lr=3e-3).
+        True: standardise every input feature (pooled mean and population std of
+        the training rows) in a fixed first layer of the extractor that computes
+        in float64, so ``module_`` maps raw (float64) ``X`` and the fit does not
+        depend on its units or offset. On the Table 2 process it speeds training
+        up markedly (weak MCC 0.955 after 60 epochs against 0.908 without it).
     lr : float, default=3e-3
         Initial Adam learning rate.
     lr_schedule : {"cosine", None}, default="cosine"
@@ -150,8 +150,10 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         (see :func:`~identrep.training.fit_module`), or a constant rate.
     batch_size : int, default=1024
         Observations (long layout) or rows (wide layout) per minibatch.
-    max_epochs : int, default=200
-        Maximum passes over the training data.
+    max_epochs : int, default=1000
+        Cap on the passes over the data: early stopping usually ends training
+        first; a ConvergenceWarning says when the cap ended it while validation
+        still improved (measurements: docs/notes.md, "MTRN's epoch budget").
     patience : int or None, default=20
         Early-stopping patience in epochs (None: train ``max_epochs`` epochs, still
         restoring the best validation epoch).
@@ -261,7 +263,7 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         lr: float = 3e-3,
         lr_schedule: str | None = "cosine",
         batch_size: int = 1024,
-        max_epochs: int = 200,
+        max_epochs: int = 1000,
         patience: int | None = 20,
         val_fraction: float = 0.1,
         grad_clip: float | None = None,
@@ -343,30 +345,26 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         self._check_y_given(y)
         data = check_multitask(X, y, task_ids, min_samples=1, check_constant=False)
         p, T = data.X.shape[1], data.n_tasks
+        check_n_latents(self.n_latents, n_features=p, n_tasks=T, owner="MTRN")
         rng, (init_seed, batch_seed) = self._start_fit(2)
 
         # per-task target standardisation (statistics of all observations)
         counts = data.counts()
-        if self.standardize_targets:
-            mu = np.bincount(data.task_ids, data.y, T) / counts
-            var = np.bincount(data.task_ids, (data.y - mu[data.task_ids]) ** 2, T)
-            sd = safe_scale(np.sqrt(var / counts), mu)
+        if self.standardize_targets:  # in float64, for any magnitude
+            mu, sd = task_moments(data.y, data.task_ids, T)
         else:
             mu, sd = np.zeros(T), np.ones(T)
         y_std = (data.y - mu[data.task_ids]) / sd[data.task_ids]
 
         train_idx, val_idx = self._split(data.task_ids, rng)
         mode = self._batch_mode(data, counts)
-        input_stats = None
-        if self.extractor is None and self.standardize_inputs in (None, True):
-            x_mean = data.X.mean(axis=0)
-            input_stats = (x_mean, safe_scale(data.X.std(axis=0), x_mean))
+        input_stats = column_moments(data.X) if self._standardizes() else None
         with seeded(init_seed):
             net = self._build_module(
                 p, T, self.dtype_, input_stats=input_stats, probe=data.X[:2]
             ).to(device=self.device_)
 
-        Xt = self._tensor(data.X)
+        Xt = self._tensor(data.X, self._x_dtype())  # float64 when standardised
         make_batches = row_batches if mode == "rows" else observation_batches
         train_b, val_b = make_batches(
             self._batches,
@@ -377,6 +375,7 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
             Xt,
             batch_seed,
             ridge=self.heads != "joint",
+            dtype=self.dtype_,
         )
         post_epoch = None
         if self.heads == "joint" and self.refit_heads:
@@ -446,7 +445,7 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         else:
             hidden = (2 * p,) if self.hidden_sizes is None else tuple(self.hidden_sizes)
             extractor = MLP(p, hidden, d, activation=self.activation)
-            if self.standardize_inputs in (None, True):
+            if self._standardizes():
                 mean, scale = (
                     (np.zeros(p), np.ones(p)) if input_stats is None else input_stats
                 )
@@ -459,6 +458,10 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
             extractor = nn.Sequential(extractor, nn.BatchNorm1d(d, affine=False))
             heads = GroupLassoHeads(d, int(n_tasks), **self._inner_solver())
         return MultiTaskNet(extractor, heads).to(dtype=dtype)
+
+    def _standardizes(self) -> bool:
+        """Whether the extractor starts with the float64 input standardisation."""
+        return self.extractor is None and self.standardize_inputs in (None, True)
 
     def _inner_solver(self) -> dict:
         """Settings of the group-lasso inner solver (subclasses expose them)."""
@@ -508,7 +511,9 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         """h(x) of checked rows, in chunks, as float64."""
         if X.shape[0] == 0:
             return np.zeros((0, self.n_latents_))
-        return self._predict_chunks(self.module_, [X], chunk_size=_FEATURE_CHUNK)
+        return self._predict_chunks(
+            self.module_, [X], chunk_size=_FEATURE_CHUNK, dtypes=[self._x_dtype()]
+        )
 
     def transform(self, X: ArrayLike) -> np.ndarray:
         """The learned representation h(x).

@@ -12,9 +12,11 @@ from identrep.exceptions import InvalidParameterError
 from identrep.models._base import IdentrepEstimator, TaskTargetsMixin
 from identrep.models.multitask.mtlcm import MTLCM, causal_sets_of
 from identrep.models.multitask.mtrn import MTRN
+from identrep.training.progress import Progress
 from identrep.utils._param_validation import Interval
 from identrep.utils.numerics import CAUSAL_THRESHOLD, safe_scale
 from identrep.utils.seeding import check_random_state
+from identrep.utils.validation import check_multitask, check_n_latents
 
 __all__ = ["TaskIdentifiable"]
 
@@ -157,6 +159,17 @@ class TaskIdentifiable(TaskTargetsMixin, IdentrepEstimator):
         self._validate_params()
         self._check_fit_input(X, min_samples=2)
         self._check_y_given(y)
+        # before stage 1: every task has 2 observations and a varying target,
+        # and n_latents fits the inputs, the tasks and stage 2's rank
+        data = check_multitask(X, y, task_ids, min_samples=2, check_constant=True)
+        check_n_latents(
+            self.n_latents,
+            n_features=data.X.shape[1],
+            n_tasks=data.n_tasks,
+            n_obs=data.n_obs,
+            owner="TaskIdentifiable",
+            warn=False,  # MTRN warns about the tasks
+        )
         mtrn_kw = _sub_params(self.mtrn_params, "mtrn_params", MTRN)
         mtlcm_kw = _sub_params(self.mtlcm_params, "mtlcm_params", MTLCM)
         mtrn_kw.setdefault("verbose", self.verbose)
@@ -164,8 +177,12 @@ class TaskIdentifiable(TaskTargetsMixin, IdentrepEstimator):
         rng = check_random_state(self.random_state)
         seed1, seed2 = (int(s) for s in rng.integers(0, 2**32 - 1, size=2))
 
+        stages = Progress(2, "TaskIdentifiable", enabled=self.verbose, unit="stage")
+        stages.write("TaskIdentifiable: stage 1 of 2, MTRN (the representation)")
         mtrn = MTRN(n_latents=self.n_latents, random_state=seed1, **mtrn_kw)
         mtrn.fit(X, y, task_ids=task_ids)
+        stages.update(MTRN=f"{mtrn.fit_seconds_:.1f} s")
+        stages.write("TaskIdentifiable: stage 2 of 2, MTLCM (latents, causal maps)")
         F = mtrn.transform(X)
         mean = F.mean(axis=0)
         scale = safe_scale(F.std(axis=0), mean)
@@ -176,6 +193,10 @@ class TaskIdentifiable(TaskTargetsMixin, IdentrepEstimator):
             **mtlcm_kw,
         )
         mtlcm.fit((F - mean) / scale, y, task_ids=task_ids)
+        stages.update(
+            MTRN=f"{mtrn.fit_seconds_:.1f} s", MTLCM=f"{mtlcm.fit_seconds_:.1f} s"
+        )
+        stages.close()
 
         self.mtrn_, self.mtlcm_ = mtrn, mtlcm
         self.feature_mean_, self.feature_scale_ = mean, scale

@@ -79,22 +79,59 @@ class MLP(nn.Module):
 
 
 class Standardize(nn.Module):
-    """Fixed affine map ``(x - mean) / scale`` (buffers, not trained).
+    """Fixed affine map ``(x - mean) / scale`` computed in float64 (buffers, not
+    trained).
+
+    The statistics stay float64 whatever dtype the module is moved to, and the map
+    is evaluated in float64 before the result is cast to the module's dtype, so an
+    input fed as float64 keeps its signal however large its offset or units are
+    (a float32 cast first would erase the signal under an offset of 1e8 and
+    overflow beyond 3.4e38). The output dtype follows ``.to(dtype)`` as for any
+    module (float32 by default); it is clipped to +-sqrt of that dtype's largest
+    value (1.8e19 standard deviations in float32), so an input far outside the
+    training range gives large but finite network outputs, never inf or NaN.
 
     Parameters
     ----------
     mean : Tensor of shape (n_features,)
     scale : Tensor of shape (n_features,), positive
+
+    Examples
+    --------
+    >>> import torch
+    >>> s = Standardize(torch.tensor([1e8]), torch.tensor([2.0]))
+    >>> s(torch.tensor([[1e8 + 2.0]], dtype=torch.float64))
+    tensor([[1.]])
     """
+
+    _STATS = ("mean", "scale")
 
     def __init__(self, mean: Tensor, scale: Tensor):
         super().__init__()
-        self.register_buffer("mean", torch.as_tensor(mean).clone())
-        self.register_buffer("scale", torch.as_tensor(scale).clone())
+        for name, value in zip(self._STATS, (mean, scale), strict=True):
+            stat = torch.as_tensor(value).detach().clone().to(torch.float64)
+            self.register_buffer(name, stat)
+        # follows .to(dtype): the dtype of the output
+        self.register_buffer("_out", torch.zeros(0), persistent=False)
+
+    def _apply(self, fn, recurse=True):
+        stats = {k: self._buffers[k] for k in self._STATS}
+        super()._apply(fn, recurse)
+        device = self._buffers["_out"].device
+        for k, v in stats.items():  # moved, never cast
+            self._buffers[k] = v.to(device=device)
+        return self
+
+    @property
+    def out_dtype(self) -> torch.dtype:
+        """The dtype of the output (the module's dtype)."""
+        return self._out.dtype
 
     def forward(self, x: Tensor) -> Tensor:
-        """Standardised input of the same shape as ``x``."""
-        return (x - self.mean) / self.scale
+        """Standardised input of the same shape as ``x``, in :attr:`out_dtype`."""
+        z = (x.to(torch.float64) - self.mean) / self.scale
+        bound = torch.finfo(self._out.dtype).max ** 0.5
+        return z.clamp(-bound, bound).to(self._out.dtype)
 
 
 class MultiTaskNet(nn.Module):

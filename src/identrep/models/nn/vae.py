@@ -228,7 +228,8 @@ class Conditioner(nn.Module):
     n_tasks : int, default=1
     embedding_dim : int, default=0
     y_mean, y_scale : float, default=0.0 and 1.0
-        Target standardisation (buffers).
+        Target standardisation (float64 buffers, see
+        :class:`~identrep.models.nn.mlp.Standardize`).
 
     Examples
     --------
@@ -254,8 +255,11 @@ class Conditioner(nn.Module):
             )
         self.use_target, self.task_mode = bool(use_target), task_mode
         self.n_tasks = int(n_tasks)
-        self.register_buffer("y_mean", torch.tensor(float(y_mean)))
-        self.register_buffer("y_scale", torch.tensor(float(y_scale)))
+        # float64 statistics: a target with a large offset keeps its signal
+        self.target = Standardize(
+            torch.tensor([float(y_mean)], dtype=torch.float64),
+            torch.tensor([float(y_scale)], dtype=torch.float64),
+        )
         self.embedding = (
             nn.Embedding(self.n_tasks, int(embedding_dim))
             if task_mode == "embedding"
@@ -268,15 +272,17 @@ class Conditioner(nn.Module):
         """u of shape (batch, out_features) for y (batch,) and task codes (batch,)."""
         parts = []
         if self.use_target:
-            parts.append(((y - self.y_mean) / self.y_scale)[:, None])
+            parts.append(self.target(y[:, None]))
         if self.task_mode == "onehot":
             parts.append(
-                nn.functional.one_hot(task, self.n_tasks).to(self.y_mean.dtype)
+                nn.functional.one_hot(task, self.n_tasks).to(self.target.out_dtype)
             )
         elif self.task_mode == "embedding":
             parts.append(self.embedding(task))
         if not parts:
-            return self.y_mean.new_zeros(task.shape[0], 0)
+            return self.target.mean.new_zeros(task.shape[0], 0).to(
+                self.target.out_dtype
+            )
         return torch.cat(parts, -1)
 
 

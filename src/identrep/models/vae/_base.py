@@ -38,7 +38,7 @@ from identrep.models.nn.vae import (
 )
 from identrep.models.vae._elbo import VAEBatch, neg_elbo_loss
 from identrep.utils._param_validation import Interval, SequenceOf, StrOptions
-from identrep.utils.numerics import safe_scale
+from identrep.utils.numerics import column_moments
 from identrep.utils.seeding import seeded
 from identrep.utils.validation import MultiTaskArrays, check_array
 
@@ -253,17 +253,19 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
 
     def _input_stats(self, X) -> tuple[np.ndarray, np.ndarray]:
         """``(x_mean, x_scale)`` of the input standardisation folded into the
-        module: the pooled mean and population std (a constant column keeps scale
-        1). Override for inputs that are not dense arrays."""
-        x_mean = X.mean(axis=0)
-        return x_mean, safe_scale(X.std(axis=0), x_mean)
+        module: the pooled mean and population std, exact for any float64
+        magnitude (:func:`~identrep.utils.numerics.column_moments`). Override for
+        inputs that are not dense arrays."""
+        return column_moments(X)
 
     def _make_collate(self, Xo, data: MultiTaskArrays) -> Callable[[Any], VAEBatch]:
         """``collate(obs) -> VAEBatch`` for index tensors ``obs`` into the rows of
         ``Xo`` (one row per observation). Default: the data are copied to the
         device once and batches are index lookups; override to densify or stream
-        rows batch by batch."""
-        Xt, yt = self._tensor(Xo), self._tensor(data.y)
+        rows batch by batch. ``X`` and ``y`` stay float64: the module standardises
+        them in float64 before its own dtype (units and offsets never erase the
+        signal)."""
+        Xt, yt = self._tensor(Xo, self._x_dtype()), self._tensor(data.y, torch.float64)
         tt = self._tensor(data.task_ids, torch.int64)
 
         def collate(obs):
@@ -315,8 +317,9 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
         # one row per observation (wide data repeat a row once per observed task)
         Xo = data.X if data.layout == "long" else data.X[data.rows]
         x_mean, x_scale = self._input_stats(data.X)
-        y_mean = float(data.y.mean()) if data.n_obs else 0.0
-        y_scale = float(safe_scale(data.y[:, None].std(axis=0), [y_mean])[0])
+        y_mean, y_scale = 0.0, 1.0
+        if data.n_obs:
+            y_mean, y_scale = (float(v[0]) for v in column_moments(data.y[:, None]))
 
         train_idx, val_idx = self._split(data.task_ids, rng)
         with seeded(init_seed):
@@ -354,7 +357,9 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
     # ------------------------------------------------------------- transform
     def _encode(self, X, y, codes) -> tuple[np.ndarray, np.ndarray]:
         return self._predict_chunks(
-            self.module_.encode, [X, y, codes], dtypes=[None, None, torch.int64]
+            self.module_.encode,
+            [X, y, codes],
+            dtypes=[self._x_dtype(), torch.float64, torch.int64],
         )
 
     def transform(
