@@ -2,6 +2,7 @@
 
 from identrep.metrics._causal import causal_accuracy, causal_scores, match_latents
 from identrep.metrics._dci import dci, dci_from_importances
+from identrep.metrics._likelihood import importance_weighted_nll, reconstruction_nll
 from identrep.metrics._mcc import (
     correlation_matrix,
     cross_seed_mcc,
@@ -9,6 +10,7 @@ from identrep.metrics._mcc import (
     mcc_per_task,
     weak_mcc,
 )
+from identrep.metrics._ranking import ndcg_at_k, ranking_split, recall_at_k
 
 __all__ = [
     "causal_accuracy",
@@ -21,4 +23,9 @@ __all__ = [
     "mcc",
     "mcc_per_task",
     "weak_mcc",
+    "importance_weighted_nll",
+    "ndcg_at_k",
+    "ranking_split",
+    "recall_at_k",
+    "reconstruction_nll",
 ]
