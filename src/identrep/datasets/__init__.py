@@ -1,6 +1,7 @@
 """Synthetic processes (``make_*``, numpy only) and real-data loaders."""
 
 from identrep.datasets.bundle import TaskData
+from identrep.datasets.movielens import MovieLensData, load_movielens
 from identrep.datasets.qm9 import MoleculeData, load_qm9
 from identrep.datasets.segments import make_segment_sources
 from identrep.datasets.shapes import (
@@ -25,9 +26,11 @@ from identrep.datasets.synthetic import (
 __all__ = [
     "SHAPES_FACTORS",
     "MoleculeData",
+    "MovieLensData",
     "SparseFactorData",
     "TaskData",
     "compute_superconductivity_features",
+    "load_movielens",
     "load_qm9",
     "load_superconductivity",
     "make_linear_tasks",
