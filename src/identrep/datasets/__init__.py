@@ -22,6 +22,7 @@ from identrep.datasets.synthetic import (
     make_nonlinear_tasks,
     make_task_latents,
 )
+from identrep.datasets.zeisel import ZeiselData, load_zeisel
 
 __all__ = [
     "SHAPES_FACTORS",
@@ -29,10 +30,12 @@ __all__ = [
     "MovieLensData",
     "SparseFactorData",
     "TaskData",
+    "ZeiselData",
     "compute_superconductivity_features",
     "load_movielens",
     "load_qm9",
     "load_superconductivity",
+    "load_zeisel",
     "make_linear_tasks",
     "make_mixing",
     "make_nonlinear_tasks",
