@@ -284,7 +284,9 @@ def _side_by_side(part: pd.DataFrame, study, pub) -> list:
     cols = [
         ("MTRN weak", "MTLCM", m, pub_model)
         for m, pub_model, _ in spec.compare[:-1]
-        if f"{m}_mean" in part.columns and part[f"{m}_mean"].notna().any()
+        if pub_model is not None
+        and f"{m}_mean" in part.columns
+        and part[f"{m}_mean"].notna().any()
     ]
     present = list(dict.fromkeys(part["model"]))
     ordered = [m for m in study.models if m in present] + [
@@ -292,9 +294,11 @@ def _side_by_side(part: pd.DataFrame, study, pub) -> list:
     ]
     cols += [(m, m, metric, None) for m in ordered]
     x100 = " ×100" if spec.scale(metric) == 100 else ""
+    weak = (
+        " (MTRN weak: its weak MCC)" if any(c[0] == "MTRN weak" for c in cols) else ""
+    )
     lines = [
-        f"Side by side: {labels.get(metric, metric)}{x100} (MTRN weak: its weak "
-        "MCC), ours (paper).\n",
+        f"Side by side: {labels.get(metric, metric)}{x100}{weak}, ours (paper).\n",
         "| " + " | ".join([*spec.keys, *(c[0] for c in cols)]) + " |",
         "|" + "---|" * (len(spec.keys) + len(cols)),
     ]
