@@ -1,6 +1,7 @@
 """Synthetic processes (``make_*``, numpy only) and real-data loaders."""
 
 from identrep.datasets.bundle import TaskData
+from identrep.datasets.movielens import MovieLensData, load_movielens
 from identrep.datasets.qm9 import MoleculeData, load_qm9
 from identrep.datasets.segments import make_segment_sources
 from identrep.datasets.shapes import (
@@ -21,15 +22,31 @@ from identrep.datasets.synthetic import (
     make_nonlinear_tasks,
     make_task_latents,
 )
+from identrep.datasets.text import (
+    BagOfWords,
+    TopicShiftData,
+    bag_of_words,
+    load_ml_abstracts,
+    make_topic_shift,
+)
+from identrep.datasets.zeisel import ZeiselData, load_zeisel
 
 __all__ = [
     "SHAPES_FACTORS",
+    "BagOfWords",
     "MoleculeData",
+    "MovieLensData",
     "SparseFactorData",
     "TaskData",
+    "TopicShiftData",
+    "ZeiselData",
+    "bag_of_words",
     "compute_superconductivity_features",
+    "load_ml_abstracts",
+    "load_movielens",
     "load_qm9",
     "load_superconductivity",
+    "load_zeisel",
     "make_linear_tasks",
     "make_mixing",
     "make_nonlinear_tasks",
@@ -37,6 +54,7 @@ __all__ = [
     "make_shapes_tasks",
     "make_sparse_tasks",
     "make_sparse_factors",
+    "make_topic_shift",
     "make_task_latents",
     "render_shapes",
     "sample_shapes_factors",

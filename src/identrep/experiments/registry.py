@@ -132,6 +132,14 @@ class ReportSpec:
     cross_seed : bool
         Real data: score agreement between the seeds' stored representations
         (``cross_seed_mcc`` and ``cross_seed_weak_mcc`` columns).
+    lower_is_better : tuple of str
+        Metrics where the smallest value is best (a held-out NLL): the LaTeX
+        table sets the row with the smallest main metric in bold.
+
+    The published CSV holds numbers in each compared metric's display scale (its
+    ``scale`` in ``metrics``: x100 for MCC, 1 for an NLL); with a ``metric``
+    column, a row is the published value of that metric (columns ``mean``,
+    ``std``, or ``mcc_mean``, ``mcc_std``).
     """
 
     columns: tuple[str, ...]
@@ -148,6 +156,11 @@ class ReportSpec:
     footnote: str = ""
     plots: tuple[PlotSpec, ...] = (PlotSpec(),)
     cross_seed: bool = False
+    lower_is_better: tuple[str, ...] = ()
+
+    def scale(self, metric: str) -> float:
+        """Display scale of a metric (100 unless ``metrics`` says otherwise)."""
+        return next((sc for m, _, sc in self.metrics if m == metric), 100)
 
     @property
     def main_metric(self) -> str:

@@ -107,13 +107,17 @@ def _published(pub, spec, row, metric, model):
         return None, None
     if pd.isna(row[f"{metric}_mean"]):
         return None, None
-    match = pub[
-        (pub["model"] == model)
-        & np.logical_and.reduce([pub[k] == row[k] for k in spec.keys])
-    ]
+    sel = (pub["model"] == model) & np.logical_and.reduce(
+        [pub[k] == row[k] for k in spec.keys]
+    )
+    if "metric" in pub.columns:
+        sel &= pub["metric"] == metric
+    match = pub[sel]
     if not len(match):
         return None, None
-    return float(match["mcc_mean"].iloc[0]), float(match["mcc_std"].iloc[0])
+    col = "mean" if "mean" in pub.columns else "mcc_mean"
+    std = "std" if "std" in pub.columns else "mcc_std"
+    return float(match[col].iloc[0]), float(match[std].iloc[0])
 
 
 def cross_seed_summary(records: list[dict], out: str | Path) -> pd.DataFrame:
@@ -243,8 +247,9 @@ def _table_lines(part: pd.DataFrame, spec, pub) -> list[str]:
     head = ["model", *spec.keys, "seeds"]
     head += [lab + (" ×100" if sc == 100 else "") for _, lab, sc in shown]
     compare = spec.compare if pub is not None else ()
-    for _, _, label in compare:
-        head += [f"{label} ×100", "ours − paper"]
+    for metric, _, label in compare:
+        x100 = " ×100" if spec.scale(metric) == 100 else ""
+        head += [f"{label}{x100}", "ours − paper"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, row in part.iterrows():
         cells = [
@@ -260,7 +265,7 @@ def _table_lines(part: pd.DataFrame, spec, pub) -> list[str]:
             if pm is None:
                 cells += ["-", "-"]
             else:
-                ours = row[f"{metric}_mean"] * 100
+                ours = row[f"{metric}_mean"] * spec.scale(metric)
                 cells += [f"{pm:.2f} ± {ps:.2f}", f"{ours - pm:+.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -279,16 +284,21 @@ def _side_by_side(part: pd.DataFrame, study, pub) -> list:
     cols = [
         ("MTRN weak", "MTLCM", m, pub_model)
         for m, pub_model, _ in spec.compare[:-1]
-        if f"{m}_mean" in part.columns and part[f"{m}_mean"].notna().any()
+        if pub_model is not None
+        and f"{m}_mean" in part.columns
+        and part[f"{m}_mean"].notna().any()
     ]
     present = list(dict.fromkeys(part["model"]))
     ordered = [m for m in study.models if m in present] + [
         m for m in present if m not in study.models
     ]
     cols += [(m, m, metric, None) for m in ordered]
+    x100 = " ×100" if spec.scale(metric) == 100 else ""
+    weak = (
+        " (MTRN weak: its weak MCC)" if any(c[0] == "MTRN weak" for c in cols) else ""
+    )
     lines = [
-        f"Side by side: {labels.get(metric, metric)} ×100 (MTRN weak: its weak "
-        "MCC), ours (paper).\n",
+        f"Side by side: {labels.get(metric, metric)}{x100}{weak}, ours (paper).\n",
         "| " + " | ".join([*spec.keys, *(c[0] for c in cols)]) + " |",
         "|" + "---|" * (len(spec.keys) + len(cols)),
     ]
@@ -301,7 +311,7 @@ def _side_by_side(part: pd.DataFrame, study, pub) -> list:
             if row is None or pd.isna(row.get(f"{m}_mean")):
                 cells.append("-")
                 continue
-            ours = _pm(row[f"{m}_mean"], row[f"{m}_std"], 100, 2)
+            ours = _pm(row[f"{m}_mean"], row[f"{m}_std"], spec.scale(m), 2)
             pm, _ = _published(pub, spec, row, m, pub_model)
             cells.append(ours + ("" if pm is None else f" ({pm:.2f})"))
         lines.append("| " + " | ".join(cells) + " |")
@@ -342,8 +352,13 @@ def build_latex(summ: pd.DataFrame) -> str:
                 for key, grp in part.groupby(list(spec.keys)):
                     vals = grp[f"{main}_mean"]
                     if vals.notna().any():
+                        at = (
+                            vals.idxmin()
+                            if main in spec.lower_is_better
+                            else vals.idxmax()
+                        )
                         best[key if isinstance(key, tuple) else (key,)] = grp.loc[
-                            vals.idxmax(), "model"
+                            at, "model"
                         ]
             head = ["model", *[k.replace("n_", "") for k in spec.keys]]
             for metric, _, label in compare:
@@ -372,6 +387,7 @@ def build_latex(summ: pd.DataFrame) -> str:
                             row,
                             metric,
                             metric == main and (best.get(key) == row["model"]),
+                            spec.scale(metric),
                         )
                     )
                     if label is not None:
@@ -385,14 +401,14 @@ def build_latex(summ: pd.DataFrame) -> str:
     return "\n\n".join(chunks) + "\n"
 
 
-def _tex_ours(row, metric: str, bold: bool) -> str:
+def _tex_ours(row, metric: str, bold: bool, scale: float = 100) -> str:
     mean = row.get(f"{metric}_mean")
     if mean is None or pd.isna(mean):
         return "--"
-    std = row[f"{metric}_std"] * 100
+    std = row[f"{metric}_std"] * scale
     if bold:
-        return f"$\\mathbf{{{mean * 100:.2f}}} \\pm " + f"{std:.2f}$"
-    return f"${mean * 100:.2f} \\pm {std:.2f}$"
+        return f"$\\mathbf{{{mean * scale:.2f}}} \\pm " + f"{std:.2f}$"
+    return f"${mean * scale:.2f} \\pm {std:.2f}$"
 
 
 def write_report(out: str | Path, *, plots: bool = True) -> tuple[pd.DataFrame, str]:
