@@ -9,6 +9,13 @@ from identrep.metrics._mcc import (
     mcc_per_task,
     weak_mcc,
 )
+from identrep.metrics._support import (
+    empty_rows,
+    exact_support,
+    match_support_columns,
+    support_f_score,
+    support_recovery,
+)
 
 __all__ = [
     "causal_accuracy",
@@ -21,4 +28,9 @@ __all__ = [
     "mcc",
     "mcc_per_task",
     "weak_mcc",
+    "empty_rows",
+    "exact_support",
+    "match_support_columns",
+    "support_f_score",
+    "support_recovery",
 ]
