@@ -11,6 +11,13 @@ from identrep.metrics._mcc import (
     weak_mcc,
 )
 from identrep.metrics._ranking import ndcg_at_k, ranking_split, recall_at_k
+from identrep.metrics._support import (
+    empty_rows,
+    exact_support,
+    match_support_columns,
+    support_f_score,
+    support_recovery,
+)
 
 __all__ = [
     "causal_accuracy",
@@ -28,4 +35,9 @@ __all__ = [
     "ranking_split",
     "recall_at_k",
     "reconstruction_nll",
+    "empty_rows",
+    "exact_support",
+    "match_support_columns",
+    "support_f_score",
+    "support_recovery",
 ]
