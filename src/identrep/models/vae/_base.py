@@ -92,8 +92,10 @@ def whitening_map(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(mean, W)`` such that ``(X - mean) @ W.T`` has identity covariance.
 
-    With ``n_components=None`` the ZCA map ``W = C^(-1/2)`` of the pooled
-    (population) covariance C: the whitening closest to the input coordinates.
+    With ``n_components=None`` the ZCA map ``W = C^(-1/2) D^(-1)`` where C is the
+    pooled (population) correlation matrix and D the columns' standard
+    deviations (computed on standardised columns, so any units work): the
+    whitening closest to the standardised inputs.
     Otherwise ``W = diag(lambda_k^(-1/2)) U_k^T`` on the top ``n_components``
     eigenvectors U_k of C (a whitened PCA reduction, shape (n_components, p));
     eigenvectors are signed so that their largest entry is positive. Eigenvalues
@@ -106,9 +108,10 @@ def whitening_map(
         When X has zero covariance (every column constant).
     """
     X = np.asarray(X, dtype=np.float64)
-    mean = X.mean(axis=0)
-    Xc = X - mean
-    evals, evecs = np.linalg.eigh(Xc.T @ Xc / X.shape[0])
+    # on the standardised columns (any units), folded back into W below
+    mean, scale = column_moments(X)
+    Xs = (X - mean) / scale
+    evals, evecs = np.linalg.eigh(Xs.T @ Xs / X.shape[0])
     evals, evecs = evals[::-1], evecs[:, ::-1]
     if not evals[0] > 0:
         raise DataError(
@@ -119,9 +122,9 @@ def whitening_map(
     evecs = evecs * np.sign(evecs[np.abs(evecs).argmax(axis=0), rows])
     inv_sd = 1.0 / np.sqrt(np.maximum(evals, evals[0] * 1e-12))
     if n_components is None:
-        return mean, (evecs * inv_sd) @ evecs.T
+        return mean, (evecs * inv_sd) @ evecs.T / scale
     k = min(int(n_components), X.shape[1])
-    return mean, inv_sd[:k, None] * evecs[:, :k].T
+    return mean, inv_sd[:k, None] * evecs[:, :k].T / scale
 
 
 def check_elbo_weights(est) -> None:

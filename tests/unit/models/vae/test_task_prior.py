@@ -20,6 +20,7 @@ from identrep.models.nn.vae import Conditioner, TaskPrior, Whiten, soft_clamp
 from identrep.models.vae import MTIVAE, MTICaRL
 from identrep.models.vae._base import whitening_map
 from identrep.models.vae._elbo import VAEBatch, neg_elbo_loss, vae_pass
+from identrep.models.vae._icarl_loss import icarl_loss_terms
 
 FAST = dict(max_epochs=2, batch_size=64, encoder="linear")
 ICARL = dict(tnn_hidden=4, lambda_hidden=8)
@@ -71,6 +72,7 @@ def test_elbo_with_the_task_prior_matches_torch_distributions(tasks):
         tasks.X, tasks.y, task_ids=tasks.task_ids
     )
     net = m.module_
+    torch.manual_seed(1)
     with torch.no_grad():
         net.prior.slope.normal_()
         net.prior.offset.normal_()
@@ -90,7 +92,7 @@ def test_elbo_with_the_task_prior_matches_torch_distributions(tasks):
     torch.manual_seed(0)
     loss, _ = neg_elbo_loss(net, batch)
     q = Normal(out.z_mean, torch.exp(0.5 * out.z_log_var))
-    p = Normal(expected_mean, torch.exp(0.5 * s))
+    p = Normal(expected_mean, torch.exp(0.5 * soft_clamp(s, 8.0)))
     rec = Normal(out.x_mean, torch.exp(0.5 * out.x_log_var)).log_prob(out.x).sum(-1)
     expected = (kl_divergence(q, p).sum(-1) - rec).mean()
     torch.testing.assert_close(loss, expected, rtol=1e-5, atol=1e-4)
@@ -131,7 +133,10 @@ def test_whitening_map_whitens(rng):
     mean, W = whitening_map(X)
     Xw = (X - mean) @ W.T
     np.testing.assert_allclose(np.cov(Xw.T, bias=True), np.eye(4), atol=1e-10)
-    np.testing.assert_allclose(W, W.T, atol=1e-12)  # ZCA: symmetric
+    Ws = W * X.std(axis=0)  # ZCA of the standardised columns: symmetric
+    np.testing.assert_allclose(Ws, Ws.T, atol=1e-10)
+    mean, W = whitening_map(X * 1e300)  # any units: no overflow
+    np.testing.assert_allclose(W * 1e300, whitening_map(X)[1], rtol=1e-9)
     mean, W = whitening_map(X, 2)
     assert W.shape == (2, 4)
     np.testing.assert_allclose(
@@ -196,3 +201,33 @@ def test_bad_options_are_named(param, value, allowed, tasks):
     msg = f"The '{param}' parameter of MTIVAE must be {allowed}; got {value!r}."
     with pytest.raises(InvalidParameterError, match=re.escape(msg)):
         MTIVAE(**{param: value}, **FAST).fit(tasks.X, tasks.y, task_ids=tasks.task_ids)
+
+
+@pytest.mark.parametrize("method", ["exact", "sliced"])
+def test_free_icarl_prior_stop_gradients_split_the_parameters(method):
+    est = MTICaRL(n_latents=2, hidden_sizes=(8,), tnn_hidden=5)
+    est._validate_params()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        module = est._build_module(3, 4, np.zeros(3), np.ones(3), 0.0, 1.0).double()
+        with torch.no_grad():  # move off the (symmetric) initial values
+            for p in (module.prior.slope, module.prior.offset, module.prior.coupling):
+                p.normal_()
+        batch = VAEBatch(
+            torch.randn(16, 3, dtype=torch.float64),
+            torch.randn(16, dtype=torch.float64),
+            torch.arange(16) % 4,
+        )
+        neg_elbo, sm = icarl_loss_terms(module, batch, score_matching=method)
+    enc_dec, prior = module.encoder_decoder_parameters(), module.prior_parameters()
+    assert len(enc_dec) + len(prior) == len(list(module.parameters()))
+    assert module.prior.slope in set(prior) and module.prior.coupling in set(prior)
+
+    def grads(loss, params):
+        return torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+
+    for g in grads(neg_elbo.mean(), prior):  # the ELBO term leaves the prior alone
+        assert g is None or torch.equal(g, torch.zeros_like(g))
+    for g in grads(sm.mean(), enc_dec):  # score matching leaves the encoder alone
+        assert g is None or torch.equal(g, torch.zeros_like(g))
+    assert all(g.abs().sum() > 0 for g in grads(sm.mean(), prior))
