@@ -29,3 +29,12 @@ from identrep.models.nn.sparse_vae import (  # noqa: E402
 )
 
 __all__ += ["MaskedFeatureDecoder", "SparseVAEModule"]
+
+# variational sparse coding and the OI-VAE
+from identrep.models.nn.sparse_coding import (  # noqa: E402
+    GroupedDecoder,
+    OIVAEModule,
+    VSCModule,
+)
+
+__all__ += ["GroupedDecoder", "OIVAEModule", "VSCModule"]

@@ -10,7 +10,19 @@ estimators on the base classes ``_base.BaseVAE`` (unconditional) and
 from identrep.models.vae.beta_vae import BetaVAE
 from identrep.models.vae.icarl import ICaRL, MTICaRL
 from identrep.models.vae.ivae import IVAE, MTIVAE
+from identrep.models.vae.oivae import OIVAE
 from identrep.models.vae.sparse_vae import SparseVAE
 from identrep.models.vae.vae import VAE
+from identrep.models.vae.vsc import VSC
 
-__all__ = ["IVAE", "MTIVAE", "VAE", "BetaVAE", "ICaRL", "MTICaRL", "SparseVAE"]
+__all__ = [
+    "IVAE",
+    "MTIVAE",
+    "VAE",
+    "BetaVAE",
+    "ICaRL",
+    "MTICaRL",
+    "SparseVAE",
+    "VSC",
+    "OIVAE",
+]
