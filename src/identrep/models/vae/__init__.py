@@ -1,5 +1,6 @@
-"""The VAE family: the plain VAE, the beta-VAE, the Sparse VAE and the conditional
-VAEs with identifiable priors (iVAE, MT-iVAE, iCaRL, MT-iCaRL).
+"""The VAE family: the plain VAE, the beta-VAE, the Sparse VAE, variational sparse
+coding (VSC), the OI-VAE and the conditional VAEs with identifiable priors (iVAE,
+MT-iVAE, iCaRL, MT-iCaRL).
 
 Layers: pure ELBO terms in ``_elbo`` (and ``_icarl_loss``, ``_score_matching``),
 ``nn.Module``s in :mod:`identrep.models.nn.vae` and :mod:`identrep.models.nn.icarl`,

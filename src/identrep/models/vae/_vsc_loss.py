@@ -9,7 +9,8 @@ with gamma_j = sigmoid(v_j(x)) the spike ("active") probability. Both measures h
 the same atom at 0, so the KL is finite and in closed form (the paper's eq.)::
 
     KL = sum_j  gamma_j / 2 (mu_j^2 + s_j^2 - 1 - log s_j^2)
-              + gamma_j log(gamma_j / alpha) + (1 - gamma_j) log((1 - gamma_j) / (1 - alpha))
+              + gamma_j log(gamma_j / alpha)
+              + (1 - gamma_j) log((1 - gamma_j) / (1 - alpha))
 
 i.e. the Bernoulli KL of the selectors plus gamma times the Gaussian KL of the slab.
 Samples use the paper's relaxed selector, ``z = slab * sigmoid(c (u - 1 + gamma))``

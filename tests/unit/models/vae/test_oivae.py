@@ -55,7 +55,7 @@ def test_prox_solves_its_minimisation_problem():
         options=dict(xtol=1e-10, ftol=1e-14, maxiter=100_000),
     )
     assert objective(V.ravel()) <= best.fun + 1e-9
-    # the optimality condition: W - V = t V / ||V|| on kept columns, ||W|| <= t on zeroed
+    # optimality: W - V = t V / ||V|| on kept columns, ||W|| <= t on zeroed ones
     norms = np.linalg.norm(W, axis=1)
     for g in range(3):
         for k in range(2):
@@ -138,7 +138,7 @@ def test_bad_groups_are_named():
     X = np.zeros((10, 3))
     with pytest.raises(
         DataError,
-        match=r"groups must give one label per feature of X: shape \(3,\); got shape \(2,\)",
+        match=r"one label per feature of X: shape \(3,\); got shape \(2,\)",
     ):
         OIVAE(groups=[0, 1], **FAST).fit(X)
     with pytest.raises(InvalidParameterError, match="'groups' parameter of OIVAE"):
