@@ -180,7 +180,28 @@ def make_estimator(config: MoranConfig, model_seed: int, likelihood: str):
             f"{config.model} has no likelihood parameter, and this table needs a "
             f"{likelihood} likelihood."
         )
+    wanted["likelihood"] = _likelihood_name(cls, likelihood)
     return cls(**{k: v for k, v in wanted.items() if k in params})
+
+
+_ALIASES = {"categorical": "multinomial", "multinomial": "categorical"}
+
+
+def _likelihood_name(cls, likelihood: str) -> str:
+    """The class's name for a likelihood: the VAE family says "categorical" for
+    counts over the features, the decompositions "multinomial"."""
+    constraints = getattr(cls, "_parameter_constraints", {}).get("likelihood", [])
+    options = set()
+    for c in constraints:
+        options |= set(getattr(c, "options", ()))
+    if not options or likelihood in options:
+        return likelihood
+    if _ALIASES.get(likelihood) in options:
+        return _ALIASES[likelihood]
+    raise ValueError(
+        f"{cls.__name__} does not offer a {likelihood} likelihood "
+        f"(its likelihoods: {sorted(options)})."
+    )
 
 
 def fit_estimator(config: MoranConfig, split: Split, model_seed: int, likelihood):
@@ -283,3 +304,43 @@ def seed_range(seeds: int, quick: bool, quick_seeds: int = 1) -> range:
     if not isinstance(seeds, (int, np.integer)) or seeds < 1:
         raise ValueError(f"--seeds must be a positive integer; got {seeds!r}.")
     return range(min(seeds, quick_seeds) if quick else seeds)
+
+
+# ------------------------------------------------------------------ scoring
+def heldout_nll(est, X_test) -> float:
+    """Held-out reconstruction NLL per row (nats, one sampled z; the model's
+    ``heldout_nll``, computed by :func:`identrep.metrics.reconstruction_nll`)."""
+    if not hasattr(est, "heldout_nll"):
+        raise ValueError(
+            f"{type(est).__name__} has no heldout_nll in this identrep version."
+        )
+    return float(est.heldout_nll(X_test))
+
+
+def predict_scores(est, X) -> np.ndarray:
+    """The model's reconstruction of the rows ``X`` (its ``reconstruct``), used
+    to rank the items."""
+    if not hasattr(est, "reconstruct"):
+        raise ValueError(
+            f"{type(est).__name__} has no reconstruct in this identrep version, "
+            "so it cannot rank items."
+        )
+    return np.asarray(est.reconstruct(X), dtype=np.float64)
+
+
+def ranking_scores(est, X_test, *, seed: int) -> dict:
+    """Recall@5 and NDCG@10 with VAE-CF's fold-in protocol
+    (:func:`identrep.metrics.ranking_split`: 20% of each test user's items
+    hidden, at random, seeded per split; the model sees the rest, which are not
+    ranked); users with fewer than 5 items have no targets and drop out."""
+    from identrep.metrics import ndcg_at_k, ranking_split, recall_at_k
+
+    inputs, targets, exclude = ranking_split(X_test, random_state=seed)
+    rows = np.flatnonzero(targets.sum(axis=1) > 0)
+    scores = predict_scores(est, sp.csr_matrix(inputs[rows], dtype=np.float32))
+    t, e = targets[rows], exclude[rows]
+    return {
+        "recall_at_5": float(recall_at_k(scores, t, k=5, exclude=e)),
+        "ndcg_at_10": float(ndcg_at_k(scores, t, k=10, exclude=e)),
+        "n_ranked": int(len(rows)),
+    }
