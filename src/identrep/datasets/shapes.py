@@ -186,29 +186,29 @@ def _object(x, y, a, shape, theta):
     return _coverage(sd), side, light
 
 
-def _render_chunk(f: np.ndarray) -> np.ndarray:
-    """Images of shape (n, 64, 64, 3) for raw factors ``f`` of shape (n, 6)."""
+def _render_chunk(f: np.ndarray, size: int = _SIZE) -> np.ndarray:
+    """Images of shape (n, size, size, 3) for raw factors ``f`` of shape (n, 6)."""
     n = f.shape[0]
-    rows = (np.arange(_SIZE) + 0.5)[None, :, None]  # (1, H, 1), pixel centres
-    cols = (np.arange(_SIZE) + 0.5)[None, None, :]  # (1, 1, W)
+    rows = (np.arange(size) + 0.5)[None, :, None]  # (1, H, 1), pixel centres
+    cols = (np.arange(size) + 0.5)[None, None, :]  # (1, 1, W)
     col = lambda j: f[:, j][:, None, None]  # noqa: E731 - (n, 1, 1)
 
     floor_rgb = _hsv_to_rgb(col(0), _SAT, _VAL)  # (n, 1, 1, 3)
     wall_rgb = _hsv_to_rgb(col(1), _SAT, _VAL)
     obj_rgb = _hsv_to_rgb(col(2), _SAT, _VAL)
 
-    horizon = _HORIZON * _SIZE
+    horizon = _HORIZON * size
     is_floor = _coverage(horizon - rows)  # (1, H, 1): 1 below the horizon
-    floor_shade = 0.62 + 0.38 * np.clip((rows - horizon) / (_SIZE - horizon), 0, 1)
-    wall_shade = 0.78 + 0.22 * cols / _SIZE  # lit from the right
+    floor_shade = 0.62 + 0.38 * np.clip((rows - horizon) / (size - horizon), 0, 1)
+    wall_shade = 0.78 + 0.22 * cols / size  # lit from the right
     scene = (
         is_floor[..., None] * floor_shade[..., None] * floor_rgb
         + (1 - is_floor[..., None]) * wall_shade[..., None] * wall_rgb
     )  # (n, H, W, 3)
 
-    a = _HEIGHT * _SIZE * col(3)
-    x = cols - _SIZE / 2
-    y = _BASE * _SIZE - rows
+    a = _HEIGHT * size * col(3)
+    x = cols - size / 2
+    y = _BASE * size - rows
     # soft contact shadow on the floor under the object
     shadow = np.sqrt((x / (0.75 * a)) ** 2 + (y / (0.12 * a)) ** 2)
     scene = scene * (1.0 - 0.35 * np.clip(1.0 - shadow, 0.0, 1.0))[..., None]
@@ -216,10 +216,12 @@ def _render_chunk(f: np.ndarray) -> np.ndarray:
     cover, side, light = _object(x, y, a, col(4), np.deg2rad(col(5)))
     shade = (0.95 - 0.33 * side) * light
     img = scene + cover[..., None] * (shade[..., None] * obj_rgb - scene)
-    return np.clip(img, 0.0, 1.0).astype(np.float32).reshape(n, *SHAPES_IMAGE_SHAPE)
+    return np.clip(img, 0.0, 1.0).astype(np.float32).reshape(n, size, size, 3)
 
 
-def render_shapes(factors, *, chunk_size: int = 256) -> np.ndarray:
+def render_shapes(
+    factors, *, chunk_size: int = 256, image_size: int = 64
+) -> np.ndarray:
     """Render images from raw factors.
 
     Parameters
@@ -230,10 +232,14 @@ def render_shapes(factors, *, chunk_size: int = 256) -> np.ndarray:
     chunk_size : int, default=256
         Images rendered per vectorised step (bounds the temporary memory to a
         few tens of MB).
+    image_size : int, default=64
+        Height and width in pixels (3D Shapes: 64). The scene is the same at any
+        size (coordinates scale with it); smaller images are cheaper to render
+        and to encode (e.g. 32 for CPU runs).
 
     Returns
     -------
-    ndarray of shape (n_samples, 64, 64, 3), float32 in [0, 1]
+    ndarray of shape (n_samples, image_size, image_size, 3), float32 in [0, 1]
 
     Raises
     ------
@@ -264,10 +270,13 @@ def render_shapes(factors, *, chunk_size: int = 256) -> np.ndarray:
             )
     if int(chunk_size) < 1:
         raise ValueError(f"chunk_size must be >= 1; got {chunk_size}.")
-    out = np.empty((f.shape[0], *SHAPES_IMAGE_SHAPE), dtype=np.float32)
+    size = int(image_size)
+    if size < 8:
+        raise ValueError(f"image_size must be >= 8 pixels; got {image_size!r}.")
+    out = np.empty((f.shape[0], size, size, 3), dtype=np.float32)
     for start in range(0, f.shape[0], int(chunk_size)):
         stop = start + int(chunk_size)
-        out[start:stop] = _render_chunk(f[start:stop])
+        out[start:stop] = _render_chunk(f[start:stop], size)
     return out
 
 
@@ -293,6 +302,7 @@ def _sparse_task_weights(
         "rho": [Interval(Real, 0, 1, closed="left")],
         "support_prob": [Interval(Real, 0, 1, closed="right")],
         "noise_ratio": [Interval(Real, 0, None, closed="left")],
+        "image_size": [Interval(Integral, 8, None, closed="left")],
         "random_state": ["random_state"],
     }
 )
@@ -303,6 +313,7 @@ def make_shapes_tasks(
     rho: float = 0.0,
     support_prob: float = 0.5,
     noise_ratio: float = 0.1,
+    image_size: int = 64,
     random_state: Seed = None,
 ) -> TaskData:
     """Sparse linear regression tasks on the factors of rendered 3D-shapes images.
@@ -329,14 +340,17 @@ def make_shapes_tasks(
         full support, which violates the sufficient-variability assumption.
     noise_ratio : float, default=0.1
         Noise norm over signal norm within each task.
+    image_size : int, default=64
+        Image height and width (see :func:`render_shapes`).
     random_state : int, Generator or None
 
     Returns
     -------
     TaskData
-        ``X`` (n_tasks * n_samples, 12288) float32 flattened images (reshape to
-        (n, 64, 64, 3)); ``y``; ``task_ids`` (task-major); ``Z`` (n, 6) the
-        standardised factors (over the whole data set, not per task);
+        ``X`` (n_tasks * n_samples, 3 * image_size**2) float32 flattened images
+        (reshape to (n, image_size, image_size, 3)); ``y``; ``task_ids``
+        (task-major); ``Z`` (n, 6) the standardised factors (over the whole
+        data set, not per task);
         ``causal`` (n_tasks, 6) the supports as 0/1; ``weights`` (n_tasks, 6);
         ``gammas`` zeros (no spurious factors); ``mixing`` None (rendering);
         ``noise_std`` (n_tasks,) the per-sample noise scale ``||eps_t|| /
@@ -358,13 +372,14 @@ def make_shapes_tasks(
     eps = rng.standard_normal((T, n))
     scale = noise_ratio * np.linalg.norm(signal, axis=1) / np.linalg.norm(eps, axis=1)
     y = signal + scale[:, None] * eps
-    X = render_shapes(factors).reshape(T * n, -1)
+    X = render_shapes(factors, image_size=image_size).reshape(T * n, -1)
     params = dict(
         n_tasks=T,
         n_samples=n,
         rho=float(rho),
         support_prob=float(support_prob),
         noise_ratio=float(noise_ratio),
+        image_size=int(image_size),
         factors=factors,
     )
     return TaskData(

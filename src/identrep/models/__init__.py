@@ -3,6 +3,7 @@ two-stage pipeline), :mod:`~identrep.models.vae` (VAE, beta-VAE, Sparse VAE,
 iVAE, iCaRL and their multi-task versions) and :mod:`~identrep.models.nn` (the torch
 modules they share)."""
 
+from identrep.models.decomposition import LDA, NMF
 from identrep.models.multitask import (
     MTLCM,
     MTRN,
@@ -33,4 +34,6 @@ __all__ = [
     "MTICaRL",
     "RidgeICA",
     "TaskIdentifiable",
+    "LDA",
+    "NMF",
 ]

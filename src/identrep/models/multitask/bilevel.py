@@ -13,9 +13,12 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from identrep._typing import Seed
+from identrep._typing import ArrayLike, Seed
+from identrep.exceptions import DataError
+from identrep.models.multitask._bilevel_multinomial import fit_multinomial
 from identrep.models.multitask.mtrn import MTRN
 from identrep.utils._param_validation import Interval, StrOptions
+from identrep.utils.validation import check_task_ids
 
 __all__ = ["BilevelSparseMTL"]
 
@@ -45,6 +48,13 @@ class BilevelSparseMTL(MTRN):
     n_latents : int, default=10
     hidden_sizes, activation, extractor, standardize_targets, standardize_inputs
         As in :class:`~identrep.MTRN` (default activation ``"leaky_relu"``).
+    loss : {"squared", "multinomial"}, default="squared"
+        Regression heads (``0.5 * mean squared error``, plain lasso) or
+        classification heads: per task, multinomial logistic regression with an
+        unpenalised intercept and the group-lasso penalty on each feature's
+        weights across the classes; ``y`` are then class labels (long layout
+        with ``task_ids``), the outer loss is the cross-entropy and
+        ``head_weights_`` has shape (n_tasks, n_latents, n_classes).
     l1_reg : float in (0, 1), default=0.3
         Inner penalty as a fraction of lambda_max (the authors' reproduction: 0.3).
     inner_tol : float, default=1e-5
@@ -70,10 +80,13 @@ class BilevelSparseMTL(MTRN):
     Attributes
     ----------
     head_weights_ : ndarray of shape (n_tasks, n_latents)
-        Per-task lasso weights on all of each task's data (original target scale).
-    head_bias_ : ndarray of shape (n_tasks,)
+        Per-task lasso weights on all of each task's data (original target
+        scale); (n_tasks, n_latents, n_classes) for ``loss="multinomial"``.
+    head_bias_ : ndarray of shape (n_tasks,) or (n_tasks, n_classes)
     supports_ : ndarray of shape (n_tasks, n_latents), bool
-        ``head_weights_ != 0``.
+        Features a task's head uses (nonzero weight, or nonzero weight row).
+    classes_ : ndarray of shape (n_classes,)
+        The class labels (``loss="multinomial"`` only).
     module_, history_, tasks_, n_tasks_, n_latents_, n_features_in_,
     feature_names_in_, fit_seconds_
         As in :class:`~identrep.MTRN`.
@@ -104,6 +117,7 @@ class BilevelSparseMTL(MTRN):
         "inner_tol": [Interval(Real, 0, None, closed="neither")],
         "inner_max_iter": [Interval(Integral, 1, None, closed="left")],
         "inner_diff": [StrOptions({"implicit", "unrolled"})],
+        "loss": [StrOptions({"squared", "multinomial"})],
     }
 
     def __init__(
@@ -113,6 +127,7 @@ class BilevelSparseMTL(MTRN):
         hidden_sizes: tuple[int, ...] | None = None,
         activation: str = "leaky_relu",
         extractor=None,
+        loss: str = "squared",
         l1_reg: float = 0.3,
         inner_tol: float = 1e-5,
         inner_max_iter: int = 500,
@@ -136,6 +151,7 @@ class BilevelSparseMTL(MTRN):
         self.hidden_sizes = hidden_sizes
         self.activation = activation
         self.extractor = extractor
+        self.loss = loss
         self.l1_reg = l1_reg
         self.inner_tol = inner_tol
         self.inner_max_iter = inner_max_iter
@@ -169,13 +185,70 @@ class BilevelSparseMTL(MTRN):
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_tasks)
-            Long layout with ``task_ids``, or wide with NaN = unobserved.
+            Long layout with ``task_ids``, or wide with NaN = unobserved; class
+            labels (long layout) for ``loss="multinomial"``.
         task_ids : array-like of shape (n_samples,), optional
 
         Returns
         -------
         self
         """
+        if self.loss == "multinomial":
+            self._validate_params()
+            self.__dict__.pop("classes_", None)
+            return fit_multinomial(self, X, y, task_ids)
+        self.__dict__.pop("classes_", None)
         super().fit(X, y, task_ids=task_ids)
         self.supports_ = np.asarray(self.head_weights_ != 0)
         return self
+
+    # ------------------------------------------------------- classification
+    def _check_classifier(self, what: str) -> None:
+        self._check_fitted()
+        if not hasattr(self, "classes_"):
+            raise DataError(
+                f"{what} needs a model fitted with loss='multinomial'; this one was "
+                f"fitted with loss={self.loss!r}."
+            )
+
+    def predict_proba(self, X: ArrayLike, task_ids: ArrayLike) -> np.ndarray:
+        """Class probabilities of every sample under its task's head.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        task_ids : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), columns in the order of
+        ``classes_``.
+        """
+        self._check_classifier("predict_proba")
+        X = self._check_X(X)
+        codes = check_task_ids(task_ids, X.shape[0], self.tasks_)
+        F = self._features(X)
+        logits = np.einsum("nd,ndk->nk", F, self.head_weights_[codes])
+        logits += self.head_bias_[codes]
+        logits -= logits.max(1, keepdims=True)
+        P = np.exp(logits)
+        return P / P.sum(1, keepdims=True)
+
+    def predict(self, X: ArrayLike, task_ids: ArrayLike | None = None) -> np.ndarray:
+        """Predicted targets (regression, as :meth:`MTRN.predict`) or, for
+        ``loss="multinomial"``, the most probable class of every sample under its
+        task's head (``task_ids`` required)."""
+        if not hasattr(self, "classes_"):
+            return super().predict(X, task_ids)
+        if task_ids is None:
+            raise DataError("predict of a multinomial model needs task_ids.")
+        return self.classes_[self.predict_proba(X, task_ids).argmax(1)]
+
+    def score(self, X: ArrayLike, y: ArrayLike, *, task_ids=None) -> float:
+        """R^2 averaged over tasks (regression, as :meth:`MTRN.score`) or, for
+        ``loss="multinomial"``, the accuracy over all samples."""
+        if not hasattr(self, "classes_"):
+            return super().score(X, y, task_ids=task_ids)
+        if task_ids is None:
+            raise DataError("score of a multinomial model needs task_ids.")
+        return float(np.mean(self.predict(X, task_ids) == np.asarray(y)))

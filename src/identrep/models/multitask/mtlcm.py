@@ -20,7 +20,7 @@ from identrep.models.multitask._mtlcm_solver import (
     refine,
     stats_to_torch,
 )
-from identrep.models.multitask._stats import task_statistics
+from identrep.models.multitask._stats import data_units, task_statistics
 from identrep.utils._param_validation import Interval, StrOptions
 from identrep.utils.numerics import CAUSAL_THRESHOLD, causal_mask
 from identrep.utils.seeding import check_random_state
@@ -59,10 +59,12 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
         z_j | y, t ~ N( y (1 - c_tj) gamma_tj,  c_tj + (1 - c_tj) sigma_s^2 ),
 
     (causal factors N(0, 1), spurious factors gamma y plus small noise) and the
-    observation is x = A z + a_t + N(0, sigma_obs^2 I). Marginalising z gives
-    x | y, t ~ N(a_t + A m_t y, A V_t A^T + sigma_obs^2 I), whose likelihood depends
-    on the data only through per-task sufficient statistics. The task intercepts
-    a_t are profiled out by centring x and y within each task.
+    observation is x = A z + a_t + N(0, (sigma_obs x_scale)^2 I), with x_scale the
+    pooled within-task residual RMS of X learned from the data (``x_scale_``).
+    Marginalising z gives x | y, t ~ N(a_t + A m_t y, A V_t A^T + s^2 I) with
+    s = sigma_obs x_scale, whose likelihood depends on the data only through
+    per-task sufficient statistics. The task intercepts a_t are profiled out by
+    centring x and y within each task.
 
     Fitting: one streaming pass builds the statistics; each restart initialises A by
     approximate joint diagonalisation of the per-task residual covariances (Pham's
@@ -72,6 +74,12 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
     profiled out in closed form (generalised least squares). The restart with the
     highest likelihood is kept (never chosen by ground truth).
 
+    Units: the fit runs on X / x_scale and y / y_scale (``y_scale_``, the pooled
+    within-task RMS of y), so rescaling or shifting X and y by any factor a float64
+    holds changes only the returned scales (``mixing_``, ``target_slopes_``,
+    ``x_mean_``, ``noise_std_``, the log-likelihood's log-Jacobian), not the latents,
+    the indicators or the causal sets.
+
     Parameters
     ----------
     n_latents : int, optional
@@ -79,8 +87,10 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
     sigma_s : float, default=0.1
         Standard deviation of spurious latents around gamma y (paper: 0.1).
     sigma_obs : float, default=0.01
-        Observation-noise standard deviation (paper: 0.01 on observations, 1e-4 on
-        stage-1 features).
+        Observation-noise standard deviation *relative to* ``x_scale_``, the pooled
+        within-task residual RMS of X (after regressing each task's X on its y);
+        the noise in X's own units is ``noise_std_``. Paper: 0.01 on observations,
+        1e-4 on stage-1 features.
     init : {"jd", "random"}, default="jd"
         Joint-diagonalisation start, or the reference code's random start (kept for
         comparisons; it reaches poorer local optima).
@@ -116,7 +126,17 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
     target_slopes_ : ndarray of shape (n_tasks, n_latents)
         m_t = (1 - c_t) gamma_t, the slope of E[z | y, t] on y.
     log_likelihood_ : float
-        Mean log-likelihood per observation at the optimum (intercepts profiled).
+        Mean log-likelihood per observation at the optimum (intercepts profiled), a
+        density of X in its own units.
+    x_scale_ : float
+        Pooled within-task residual RMS of X, sqrt(tr(R) / p) with R the
+        sample-weighted mean over tasks of the covariance of x given y: the unit
+        ``sigma_obs`` is relative to.
+    y_scale_ : float
+        Pooled within-task RMS of y (the unit of the internal slopes).
+    noise_std_ : float
+        ``sigma_obs * x_scale_``, the observation-noise standard deviation in the
+        units of X.
     restart_log_likelihoods_ : list of float
         Final mean log-likelihood of each restart.
     n_iter_ : int
@@ -239,13 +259,18 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
                 f"map of X. Got X with {p} feature(s) and n_latents={d}; lower "
                 "n_latents or supply more features."
             )
-        stats = task_statistics(data, chunk_size=int(self.chunk_size))
+        stats = task_statistics(
+            data, chunk_size=int(self.chunk_size), x_unit=None, y_unit=None
+        )
+        stats = data_units(stats)  # unit-free: see x_scale_, y_scale_
         _, R = stats.residual_covariances()  # shared by every restart's start
         Rbar = np.einsum("t,tij->ij", stats.n / stats.n.sum(), R)
         rng = check_random_state(self.random_state)
         dev = resolve_device(self.device)
         tens = stats_to_torch(stats, dev)
         n_total = float(stats.n.sum())
+        # log-density of x in the caller's units: x = x_scale * (unit-free x)
+        ll_shift = p * np.log(stats.x_unit)
 
         best = None
         self.restart_log_likelihoods_ = []
@@ -265,7 +290,7 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
                 dev,
                 T=preconditioner(A0, Rbar),
             )
-            ll = -res["nll"]
+            ll = -res["nll"] - ll_shift
             self.restart_log_likelihoods_.append(ll)
             if self.verbose:
                 print(
@@ -273,7 +298,7 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
                     f"{res['n_iter']} L-BFGS iterations, "
                     f"converged={res['converged']}"
                 )
-            if best is None or ll > -best["nll"]:
+            if best is None or res["nll"] < best["nll"]:
                 best = res
         if not best["converged"]:
             warnings.warn(
@@ -284,25 +309,28 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
                 ConvergenceWarning,
                 stacklevel=3,  # the caller of fit
             )
-        A, c, m = best["A"], best["c"], best["m"]
+        A, c, m = best["A"], best["c"], best["m"]  # unit-free
         # canonical signs: the largest-magnitude entry of each column of A positive
         s = np.sign(A[np.abs(A).argmax(axis=0), np.arange(d)])
         s[s == 0] = 1.0
         A, m = A * s, m * s
+        xs, ys = stats.x_unit, stats.y_unit
 
-        self.mixing_ = A
-        self.unmixing_ = np.linalg.pinv(A)
+        self.x_scale_, self.y_scale_ = xs, ys
+        self.noise_std_ = float(self.sigma_obs) * xs
+        self.mixing_ = A * xs
+        self.unmixing_ = np.linalg.pinv(A) / xs
         self.causal_indicators_ = c
         self.causal_mask_ = causal_mask(c)
-        self.target_slopes_ = m
-        self.spurious_coefs_ = m / np.maximum(1.0 - c, _GAMMA_FLOOR)
-        self.log_likelihood_ = -best["nll"]
+        self.target_slopes_ = m / ys
+        self.spurious_coefs_ = self.target_slopes_ / np.maximum(1.0 - c, _GAMMA_FLOOR)
+        self.log_likelihood_ = -best["nll"] - ll_shift
         self.n_iter_ = best["n_iter"]
         self.converged_ = best["converged"]
         self.tasks_ = data.tasks
         self.n_tasks_ = data.n_tasks
-        self.x_mean_ = stats.x_mean
-        self.y_mean_ = stats.y_mean
+        self.x_mean_ = stats.x_mean * xs
+        self.y_mean_ = stats.y_mean * ys
         self.n_latents_ = d
         self._record_features(X, p)
         self.fit_seconds_ = time.perf_counter() - t_start
@@ -357,20 +385,23 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
         data = check_multitask(X, y, task_ids, min_samples=1, check_constant=False)
         self._check_X(data.X, check_names=False)
         codes = check_task_ids(data.tasks, data.n_tasks, self.tasks_)
-        stats = task_statistics(data, chunk_size=int(self.chunk_size)).recentre(
-            self.x_mean_[codes], self.y_mean_[codes]
-        )
+        # in the fit's unit-free coordinates (models saved before x_scale_: units 1)
+        xs, ys = getattr(self, "x_scale_", 1.0), getattr(self, "y_scale_", 1.0)
+        stats = task_statistics(
+            data, chunk_size=int(self.chunk_size), x_unit=xs, y_unit=ys
+        ).recentre(self.x_mean_[codes] / xs, self.y_mean_[codes] / ys)
         tens = stats_to_torch(stats, torch.device("cpu"))
         with torch.no_grad():
             nll = mtlcm_nll(
-                torch.from_numpy(self.mixing_),
+                torch.from_numpy(self.mixing_ / xs),
                 torch.from_numpy(self.causal_indicators_[codes]),
-                torch.from_numpy(self.target_slopes_[codes]),
+                torch.from_numpy(self.target_slopes_[codes] * ys),
                 *tens,
                 sigma_s=self.sigma_s,
                 sigma_obs=self.sigma_obs,
             )
-        return -nll.numpy()
+        p = self.mixing_.shape[0]
+        return -nll.numpy() - stats.n * p * np.log(xs)
 
     def score(self, X, y, *, task_ids=None) -> float:
         """Mean log-likelihood per observation (exact marginal likelihood).

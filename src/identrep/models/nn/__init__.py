@@ -29,3 +29,9 @@ from identrep.models.nn.sparse_vae import (  # noqa: E402
 )
 
 __all__ += ["MaskedFeatureDecoder", "SparseVAEModule"]
+
+# free per-task priors (MT-iVAE, MT-iCaRL) and input whitening
+from identrep.models.nn.icarl import TaskExpFamPrior  # noqa: E402
+from identrep.models.nn.vae import TaskPrior, Whiten  # noqa: E402
+
+__all__ += ["TaskExpFamPrior", "TaskPrior", "Whiten"]

@@ -21,7 +21,7 @@ from torch.nn import functional as F
 from identrep.models.nn.mlp import MLP, Standardize
 from identrep.models.nn.vae import Conditioner, GaussianDecoder, GaussianEncoder
 
-__all__ = ["ExpFamPrior", "ICaRLModule", "NaturalParams"]
+__all__ = ["ExpFamPrior", "ICaRLModule", "NaturalParams", "TaskExpFamPrior"]
 
 _SOFTPLUS_INV_1 = math.log(math.e - 1.0)  # softplus(x) = 1
 
@@ -96,13 +96,8 @@ class ExpFamPrior(nn.Module):
                 f"ExpFamPrior needs a conditioning u (cond_features >= 1); got "
                 f"{cond_features!r}."
             )
-        self.n_latents, self.cond_features = int(n_latents), int(cond_features)
-        self.min_precision = float(min_precision)
-        widths = [self.n_latents, *(int(w) for w in tnn_hidden)]
-        self.tnn = nn.ModuleList(
-            nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:], strict=True)
-        )
-        self.n_stats = widths[-1] if len(widths) > 1 else 0
+        self.cond_features = int(cond_features)
+        self._init_statistics(n_latents, tnn_hidden, min_precision)
         n = self.n_latents
         self.natural = MLP(
             self.cond_features,
@@ -110,14 +105,24 @@ class ExpFamPrior(nn.Module):
             2 * n + self.n_stats,
             activation=activation,
         )
-        # 1, or 0 to switch the coupling off (a factorised prior; see the
-        # estimators' coupling_warmup)
-        self.register_buffer("coupling_scale", torch.ones(()))
         last = self.natural.layers[-1]
         with torch.no_grad():
             last.weight[n:].zero_()  # precision and coupling: constant at init
             last.bias[n : 2 * n].fill_(_SOFTPLUS_INV_1)
             last.bias[2 * n :].zero_()
+
+    def _init_statistics(self, n_latents, tnn_hidden, min_precision) -> None:
+        """T_NN's tanh layers (the first parameters created), ``n_stats`` and the
+        ``coupling_scale`` buffer: 1, or 0 to switch the coupling off (a
+        factorised prior; see the estimators' ``coupling_warmup``)."""
+        self.n_latents = int(n_latents)
+        self.min_precision = float(min_precision)
+        widths = [self.n_latents, *(int(w) for w in tnn_hidden)]
+        self.tnn = nn.ModuleList(
+            nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:], strict=True)
+        )
+        self.n_stats = widths[-1] if len(widths) > 1 else 0
+        self.register_buffer("coupling_scale", torch.ones(()))
 
     # ------------------------------------------------------------ parameters
     def forward(self, u: Tensor) -> NaturalParams:
@@ -222,6 +227,68 @@ class ExpFamPrior(nn.Module):
                 J = d1.unsqueeze(1) * Ja
             h = t
         return log_p, score, hess
+
+
+class TaskExpFamPrior(ExpFamPrior):
+    """:class:`ExpFamPrior` whose natural parameters are free per-task numbers.
+
+    For task t and standardised target y: ``eta = a_t y + b_t``, ``tau =
+    softplus(s_t) + min_precision`` and coupling ``c_t`` (Chen et al., 2024,
+    App. C: the multi-task prior's task parameters are free and learned with
+    the rest), with T_NN shared by the tasks. Without the target ``eta = b_t``.
+    At initialisation a = b = c = 0 and tau = 1 + min_precision: the standard
+    factorised prior in every task (only T_NN draws random numbers).
+
+    ``forward(u)`` reads u as built by a
+    :class:`~identrep.models.nn.vae.Conditioner` with ``task_mode="index"``:
+    the standardised target in column 0 (when ``use_target``) and the task code
+    in the last column.
+
+    Parameters
+    ----------
+    n_tasks : int
+    n_latents : int
+    use_target : bool, default=True
+    tnn_hidden : sequence of int, default=(50,)
+    min_precision : float, default=1e-3
+
+    Examples
+    --------
+    >>> import torch
+    >>> prior = TaskExpFamPrior(3, 2, tnn_hidden=(4,))
+    >>> prior(torch.tensor([[0.5, 2.0]])).coupling.shape
+    torch.Size([1, 4])
+    """
+
+    def __init__(
+        self,
+        n_tasks: int,
+        n_latents: int,
+        use_target: bool = True,
+        tnn_hidden: Sequence[int] = (50,),
+        min_precision: float = 1e-3,
+    ):
+        nn.Module.__init__(self)
+        self._init_statistics(n_latents, tnn_hidden, min_precision)
+        self.n_tasks, self.use_target = int(n_tasks), bool(use_target)
+        self.cond_features = 1 + int(self.use_target)
+        shape = (self.n_tasks, self.n_latents)
+        self.slope = nn.Parameter(torch.zeros(shape), requires_grad=self.use_target)
+        self.offset = nn.Parameter(torch.zeros(shape))
+        self.raw_precision = nn.Parameter(torch.full(shape, _SOFTPLUS_INV_1))
+        self.coupling = nn.Parameter(torch.zeros(self.n_tasks, self.n_stats))
+
+    def forward(self, u: Tensor) -> NaturalParams:
+        """Natural parameters at u of shape (batch, cond_features)."""
+        task = u[:, -1].round().long()
+        eta = self.offset[task]
+        if self.use_target:
+            eta = eta + self.slope[task] * u[:, :1]
+        return NaturalParams(
+            eta,
+            F.softplus(self.raw_precision[task]) + self.min_precision,
+            self.coupling[task] * self.coupling_scale,
+        )
 
 
 class ICaRLModule(nn.Module):

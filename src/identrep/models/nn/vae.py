@@ -24,6 +24,8 @@ __all__ = [
     "Conditioner",
     "GaussianDecoder",
     "GaussianEncoder",
+    "TaskPrior",
+    "Whiten",
     "soft_clamp",
 ]
 
@@ -213,18 +215,87 @@ class ConditionalPrior(nn.Module):
         return mean, soft_clamp(raw, self.log_var_bound)
 
 
+class TaskPrior(nn.Module):
+    """Factorised prior with free per-task parameters (Chen et al., 2024, App. C).
+
+    ``p(z_j | y, t) = N(a_tj y + b_tj, exp(s_tj))`` for task t and standardised
+    target y (``use_target=True``), or ``N(b_tj, exp(s_tj))`` without the target:
+    3 d (or 2 d) free numbers per task, learned with the rest of the model, in
+    place of a network of (y, task embedding). ``dist="laplace"`` gives a Laplace
+    with the same mean and variance. The log-variance is soft-clamped to
+    ``(-log_var_bound, log_var_bound)``. Every parameter starts at 0 (the
+    standard prior N(0, 1) in every task), so building it draws no random numbers.
+
+    ``forward(u)`` reads u as built by a :class:`Conditioner` with
+    ``task_mode="index"``: the standardised target in column 0 (when
+    ``use_target``) and the task code in the last column.
+
+    Parameters
+    ----------
+    n_tasks : int
+    n_latents : int
+    use_target : bool, default=True
+    dist : {"gaussian", "laplace"}, default="gaussian"
+    log_var_bound : float, default=8.0
+
+    Attributes
+    ----------
+    slope, offset, log_var : Parameter of shape (n_tasks, n_latents)
+        a, b and s above (``slope`` is zero and unused without the target).
+
+    Examples
+    --------
+    >>> import torch
+    >>> prior = TaskPrior(3, 2)
+    >>> mean, log_var = prior(torch.tensor([[0.5, 0.0], [1.0, 2.0]]))
+    >>> mean.shape, log_var.shape
+    (torch.Size([2, 2]), torch.Size([2, 2]))
+    """
+
+    def __init__(
+        self,
+        n_tasks: int,
+        n_latents: int,
+        use_target: bool = True,
+        dist: str = "gaussian",
+        log_var_bound: float = 8.0,
+    ):
+        super().__init__()
+        if dist not in PRIOR_FAMILIES:
+            raise ValueError(f"dist must be one of {PRIOR_FAMILIES}; got {dist!r}.")
+        self.n_tasks, self.n_latents = int(n_tasks), int(n_latents)
+        self.use_target, self.dist = bool(use_target), dist
+        self.log_var_bound = float(log_var_bound)
+        shape = (self.n_tasks, self.n_latents)
+        self.slope = nn.Parameter(torch.zeros(shape), requires_grad=self.use_target)
+        self.offset = nn.Parameter(torch.zeros(shape))
+        self.log_var = nn.Parameter(torch.zeros(shape))
+
+    def forward(self, u: Tensor) -> tuple[Tensor, Tensor]:
+        """``(mean, log_var)`` of shape (batch, n_latents) for u of shape (batch, c)
+        (target in column 0, task code in the last column)."""
+        task = u[:, -1].round().long()
+        mean = self.offset[task]
+        if self.use_target:
+            mean = mean + self.slope[task] * u[:, :1]
+        return mean, soft_clamp(self.log_var[task], self.log_var_bound)
+
+
 class Conditioner(nn.Module):
     """Builds the auxiliary variable u from the target y and the task t.
 
     ``u = concat[(y - y_mean) / y_scale if use_target, task part]`` where the task
     part is a one-hot code (``task_mode="onehot"``), a learnable embedding row
     ``E_t`` (``task_mode="embedding"``, an ``nn.Embedding(n_tasks,
-    embedding_dim)``) or absent (``None``). With neither part, u has 0 columns.
+    embedding_dim)``), the task code itself as one float column
+    (``task_mode="index"``, for priors with free per-task parameters such as
+    :class:`TaskPrior`, which read it back as an index) or absent (``None``).
+    With neither part, u has 0 columns.
 
     Parameters
     ----------
     use_target : bool
-    task_mode : {None, "onehot", "embedding"}
+    task_mode : {None, "onehot", "embedding", "index"}
     n_tasks : int, default=1
     embedding_dim : int, default=0
     y_mean, y_scale : float, default=0.0 and 1.0
@@ -249,9 +320,10 @@ class Conditioner(nn.Module):
         y_scale: float = 1.0,
     ):
         super().__init__()
-        if task_mode not in (None, "onehot", "embedding"):
+        if task_mode not in (None, "onehot", "embedding", "index"):
             raise ValueError(
-                f"task_mode must be None, 'onehot' or 'embedding'; got {task_mode!r}."
+                "task_mode must be None, 'onehot', 'embedding' or 'index'; got "
+                f"{task_mode!r}."
             )
         self.use_target, self.task_mode = bool(use_target), task_mode
         self.n_tasks = int(n_tasks)
@@ -265,7 +337,12 @@ class Conditioner(nn.Module):
             if task_mode == "embedding"
             else None
         )
-        task_dim = {None: 0, "onehot": self.n_tasks, "embedding": int(embedding_dim)}
+        task_dim = {
+            None: 0,
+            "onehot": self.n_tasks,
+            "embedding": int(embedding_dim),
+            "index": 1,
+        }
         self.out_features = int(self.use_target) + task_dim[task_mode]
 
     def forward(self, y: Tensor, task: Tensor) -> Tensor:
@@ -279,11 +356,44 @@ class Conditioner(nn.Module):
             )
         elif self.task_mode == "embedding":
             parts.append(self.embedding(task))
+        elif self.task_mode == "index":
+            parts.append(task[:, None].to(self.target.out_dtype))
         if not parts:
             return self.target.mean.new_zeros(task.shape[0], 0).to(
                 self.target.out_dtype
             )
         return torch.cat(parts, -1)
+
+
+class Whiten(Standardize):
+    """Fixed linear map ``(x - mean) @ matrix.T`` in float64 (buffers, not trained).
+
+    The whitening counterpart of :class:`~identrep.models.nn.mlp.Standardize`
+    (same float64 evaluation, output dtype and clipping): ``matrix`` of shape
+    (n_out, n_features) maps the centred input to ``n_out`` coordinates, e.g. the
+    ZCA map ``C^(-1/2)`` of the input covariance C, or a whitened projection on
+    its top principal components (n_out < n_features).
+
+    Parameters
+    ----------
+    mean : Tensor of shape (n_features,)
+    matrix : Tensor of shape (n_out, n_features)
+
+    Examples
+    --------
+    >>> import torch
+    >>> w = Whiten(torch.tensor([1.0, 0.0]), torch.tensor([[2.0, 0.0]]))
+    >>> w(torch.tensor([[2.0, 5.0]], dtype=torch.float64))
+    tensor([[2.]])
+    """
+
+    _STATS = ("mean", "matrix")
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Whitened input of shape (batch, n_out), in :attr:`out_dtype`."""
+        z = (x.to(torch.float64) - self.mean) @ self.matrix.T
+        bound = torch.finfo(self._out.dtype).max ** 0.5
+        return z.clamp(-bound, bound).to(self._out.dtype)
 
 
 class ConditionalVAE(nn.Module):
@@ -307,6 +417,9 @@ class ConditionalVAE(nn.Module):
         Input standardisation.
     condition_encoder : bool, default=True
         Feed u to the encoder (q(z | x, u), the iVAE encoder); otherwise q(z | x).
+    prior_conditioner : Conditioner, optional
+        Builds the prior's own u (e.g. ``task_mode="index"`` for a
+        :class:`TaskPrior`); default: the prior sees the encoder's u.
     """
 
     def __init__(
@@ -318,12 +431,20 @@ class ConditionalVAE(nn.Module):
         x_mean: Tensor,
         x_scale: Tensor,
         condition_encoder: bool = True,
+        prior_conditioner: Conditioner | None = None,
     ):
         super().__init__()
         self.standardize = Standardize(x_mean, x_scale)
         self.encoder, self.decoder, self.prior = encoder, decoder, prior
         self.conditioner = conditioner
         self.condition_encoder = bool(condition_encoder)
+        self.prior_conditioner = prior_conditioner
+
+    def prior_input(self, u: Tensor, y: Tensor, task: Tensor) -> Tensor:
+        """The prior's u: the shared ``u`` unless a prior conditioner is set."""
+        if self.prior_conditioner is None:
+            return u
+        return self.prior_conditioner(y, task)
 
     def encode(self, x: Tensor, y: Tensor, task: Tensor) -> tuple[Tensor, Tensor]:
         """q(z | x, u) parameters ``(mean, log_var)`` for raw x (batch, p)."""

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from identrep._typing import ArrayLike
-from identrep.exceptions import InvalidParameterError
+from identrep.exceptions import DataError, InvalidParameterError
 from identrep.models._base import IdentrepEstimator, TorchEstimatorMixin
 from identrep.models.nn.mlp import _ACTIVATIONS
 from identrep.models.nn.vae import (
@@ -35,6 +35,7 @@ from identrep.models.nn.vae import (
     Conditioner,
     GaussianDecoder,
     GaussianEncoder,
+    Whiten,
 )
 from identrep.models.vae._elbo import VAEBatch, neg_elbo_loss
 from identrep.utils._param_validation import Interval, SequenceOf, StrOptions
@@ -48,6 +49,7 @@ __all__ = [
     "TRAINING_CONSTRAINTS",
     "BaseVAE",
     "check_elbo_weights",
+    "whitening_map",
 ]
 
 _POSITIVE_INT = Interval(Integral, 1, None, closed="left")
@@ -83,6 +85,46 @@ ELBO_CONSTRAINTS: dict[str, list] = {
     "elbo_weights": [SequenceOf(Interval(Real, 0, math.inf, closed="left")), None],
     "anneal": ["boolean"],
 }
+
+
+def whitening_map(
+    X: np.ndarray, n_components: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, W)`` such that ``(X - mean) @ W.T`` has identity covariance.
+
+    With ``n_components=None`` the ZCA map ``W = C^(-1/2) D^(-1)`` where C is the
+    pooled (population) correlation matrix and D the columns' standard
+    deviations (computed on standardised columns, so any units work): the
+    whitening closest to the standardised inputs.
+    Otherwise ``W = diag(lambda_k^(-1/2)) U_k^T`` on the top ``n_components``
+    eigenvectors U_k of C (a whitened PCA reduction, shape (n_components, p));
+    eigenvectors are signed so that their largest entry is positive. Eigenvalues
+    below ``1e-12`` times the largest are floored there (a rank-deficient X gets
+    huge but finite weights on its null directions: prefer a reduction).
+
+    Raises
+    ------
+    DataError
+        When X has zero covariance (every column constant).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    # on the standardised columns (any units), folded back into W below
+    mean, scale = column_moments(X)
+    Xs = (X - mean) / scale
+    evals, evecs = np.linalg.eigh(Xs.T @ Xs / X.shape[0])
+    evals, evecs = evals[::-1], evecs[:, ::-1]
+    if not evals[0] > 0:
+        raise DataError(
+            "Whitening needs X with a non-zero covariance; every column of X is "
+            "constant."
+        )
+    rows = np.arange(evecs.shape[1])
+    evecs = evecs * np.sign(evecs[np.abs(evecs).argmax(axis=0), rows])
+    inv_sd = 1.0 / np.sqrt(np.maximum(evals, evals[0] * 1e-12))
+    if n_components is None:
+        return mean, (evecs * inv_sd) @ evecs.T / scale
+    k = min(int(n_components), X.shape[1])
+    return mean, inv_sd[:k, None] * evecs[:, :k].T / scale
 
 
 def check_elbo_weights(est) -> None:
@@ -276,6 +318,16 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
     def _set_fitted(self, data: MultiTaskArrays) -> None:
         """Set subclass-specific fitted attributes (after training)."""
 
+    def _whitening(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(mean, W)`` of the input whitening that replaces the per-feature
+        standardisation (see :func:`whitening_map`), or None (default: the
+        ``whiten`` hyperparameter where the estimator has one: None, ``"zca"``
+        or ``"pca"`` = reduced to ``n_latents`` whitened components)."""
+        kind = getattr(self, "whiten", None)
+        if kind is None:
+            return None
+        return whitening_map(X, int(self.n_latents) if kind == "pca" else None)
+
     # ------------------------------------------------------------------- fit
     def fit(
         self,
@@ -321,9 +373,14 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
         if data.n_obs:
             y_mean, y_scale = (float(v[0]) for v in column_moments(data.y[:, None]))
 
+        white = self._whitening(data.X)
+        n_in = p if white is None else white[1].shape[0]
+
         train_idx, val_idx = self._split(data.task_ids, rng)
         with seeded(init_seed):
-            net = self._build_module(p, n_tasks, x_mean, x_scale, y_mean, y_scale)
+            net = self._build_module(n_in, n_tasks, x_mean, x_scale, y_mean, y_scale)
+        if white is not None:  # the decoder reconstructs the whitened input
+            net.standardize = Whiten(*(torch.as_tensor(w) for w in white))
         net = net.to(device=self.device_, dtype=self.dtype_)
 
         collate = self._make_collate(Xo, data)

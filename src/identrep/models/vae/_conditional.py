@@ -19,6 +19,7 @@ import numpy as np
 
 from identrep._typing import ArrayLike
 from identrep.exceptions import DataError
+from identrep.models.nn.vae import Conditioner
 from identrep.models.vae._base import BaseVAE
 from identrep.utils._param_validation import Interval, StrOptions
 from identrep.utils.validation import (
@@ -174,13 +175,32 @@ class ConditionalVAEEstimator(BaseVAE):
 class TaskEmbeddingMixin:
     """The multi-task variants (MT-iVAE, MT-iCaRL): u holds a learned task embedding
     E_t in place of the one-hot task (use before the conditional estimator in the
-    bases). Adds ``embedding_dim`` (default ``n_latents``) and restricts
+    bases). Adds ``embedding_dim`` (default ``n_latents``), ``task_prior``
+    (``"free"``: the prior has free per-task parameters and its own u = [y, task
+    code], the encoder keeps u = [y, E_t]; ``"embedding"``: the prior is a
+    network of the shared u = [y, E_t]) and ``whiten`` (see
+    :meth:`~identrep.models.vae._base.BaseVAE._whitening`), and restricts
     ``conditioning`` to the choices that contain the task."""
 
     _embedding_constraints: dict[str, list] = {
         "conditioning": [StrOptions({"target+task", "task"})],
         "embedding_dim": [Interval(Integral, 1, None, closed="left"), None],
+        "task_prior": [StrOptions({"free", "embedding"})],
+        "whiten": [StrOptions({"zca", "pca"}), None],
     }
+
+    def _free_task_prior(self) -> bool:
+        return self.task_prior == "free"
+
+    def _build_prior_conditioner(self, n_tasks: int, y_mean: float, y_scale: float):
+        """The free prior's u = [standardised y, task code] (no parameters)."""
+        return Conditioner(
+            self._uses_target(),
+            "index",
+            n_tasks=n_tasks,
+            y_mean=y_mean,
+            y_scale=y_scale,
+        )
 
     def _task_mode(self) -> str | None:
         return "embedding"

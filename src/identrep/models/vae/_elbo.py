@@ -252,7 +252,7 @@ def vae_pass(module: ConditionalVAE, batch: VAEBatch) -> VAEOutput:
     z_mean, z_log_var = module.encoder(xs, u if module.condition_encoder else None)
     z = reparameterize(z_mean, z_log_var)
     x_mean, x_log_var = module.decoder(z)
-    p_mean, p_log_var = module.prior(u)
+    p_mean, p_log_var = module.prior(module.prior_input(u, batch.y, batch.task))
     return VAEOutput(xs, z, z_mean, z_log_var, x_mean, x_log_var, p_mean, p_log_var)
 
 

@@ -78,9 +78,15 @@ from functools import partial
 from numbers import Integral, Real
 
 import torch
+from torch.nn import functional as F
 
 from identrep._typing import Seed
-from identrep.models.nn.icarl import ExpFamPrior, ICaRLModule, NaturalParams
+from identrep.models.nn.icarl import (
+    ExpFamPrior,
+    ICaRLModule,
+    NaturalParams,
+    TaskExpFamPrior,
+)
 from identrep.models.vae._base import ARCHITECTURE_CONSTRAINTS, TRAINING_CONSTRAINTS
 from identrep.models.vae._conditional import (
     ConditionalVAEEstimator,
@@ -101,6 +107,7 @@ __all__ = [
     "ExpFamPrior",
     "ICaRLModule",
     "NaturalParams",
+    "TaskExpFamPrior",
     "icarl_loss",
     "icarl_loss_terms",
 ]
@@ -384,14 +391,20 @@ class ICaRL(ConditionalVAEEstimator):
 
 
 class MTICaRL(TaskEmbeddingMixin, ICaRL):
-    """Multi-task iCaRL: u = [y, E_t] with a learnable task embedding E.
+    """Multi-task iCaRL (Chen et al., 2024): an iCaRL whose prior has per-task
+    parameters.
 
-    An :class:`ICaRL` whose prior's natural parameters are
-    ``lambda(y, t) = MLP([standardised y, E_t])`` (Chen et al., 2024, Section 4):
-    the task enters through an explicit embedding table trained with the prior by
-    score matching (``task_embeddings_``). The encoder has its own embedding table
+    With ``task_prior="free"`` (default; the paper's Appendix C: the task
+    parameters are free and learned with the rest) the prior is
+    :class:`~identrep.models.nn.icarl.TaskExpFamPrior`: natural parameters
+    ``eta = a_t y + b_t``, ``tau = softplus(s_t) + min_precision`` and coupling
+    ``c_t`` free per task (y the standardised target), T_NN shared, all trained
+    by score matching. With ``task_prior="embedding"`` they are
+    ``lambda(y, t) = MLP([y, E_t])`` with a task embedding trained with the prior
+    (``task_embeddings_``). The encoder has its own embedding table
     (``encoder_task_embeddings_``), trained by the ELBO, so the two stop-gradient
-    parameter sets stay disjoint. Task ids are required in fit and (with
+    parameter sets stay disjoint. ``whiten`` as in
+    :class:`~identrep.models.vae.MTIVAE`. Task ids are required in fit and (with
     ``condition_encoder=True``) in transform; an unknown task id raises
     :class:`~identrep.exceptions.DataError`.
 
@@ -399,16 +412,26 @@ class MTICaRL(TaskEmbeddingMixin, ICaRL):
     ----------
     n_latents : int, default=10
     conditioning : {"target+task", "task"}, default="target+task"
-        u = [y, E_t], or E_t alone (environments as tasks, no target).
+        u = [y, task], or the task alone (environments as tasks, no target).
     embedding_dim : int, optional
         Dimension of E_t; default ``n_latents``.
+    task_prior : {"free", "embedding"}, default="free"
+        Free per-task natural parameters, or a network of [y, E_t].
+    whiten : {None, "zca", "pca"}, default=None
+        Input map: per-feature standardisation (None), ZCA whitening, or
+        whitened principal components (``n_latents`` of them).
     **other parameters
         As in :class:`ICaRL`.
 
     Attributes
     ----------
-    task_embeddings_ : ndarray of shape (n_tasks, embedding_dim)
-        The prior's learned E, rows in the order of ``tasks_``.
+    task_embeddings_ : ndarray of shape (n_tasks, embedding_dim) or None
+        The prior's learned E, rows in the order of ``tasks_`` (None with the
+        free prior).
+    task_prior_params_ : dict or None
+        With ``task_prior="free"``: ``"slope"``, ``"offset"``, ``"precision"``
+        (n_tasks, n_latents) and ``"coupling"`` (n_tasks, K): a, b, tau and c,
+        rows in the order of ``tasks_``.
     encoder_task_embeddings_ : ndarray of shape (n_tasks, embedding_dim) or None
         The encoder's (None with ``condition_encoder=False``).
     module_, history_, tasks_, n_tasks_, n_latents_, n_features_in_, fit_seconds_
@@ -444,6 +467,8 @@ class MTICaRL(TaskEmbeddingMixin, ICaRL):
         *,
         conditioning: str = "target+task",
         embedding_dim: int | None = None,
+        task_prior: str = "free",
+        whiten: str | None = None,
         encoder: str = "mlp",
         decoder: str | None = None,
         hidden_sizes: Sequence[int] | None = None,
@@ -494,12 +519,61 @@ class MTICaRL(TaskEmbeddingMixin, ICaRL):
             verbose=verbose,
         )
         self.embedding_dim = embedding_dim
+        self.task_prior = task_prior
+        self.whiten = whiten
+
+    def _build_module(self, n_features, n_tasks, x_mean, x_scale, y_mean, y_scale):
+        """The embedding variant: :meth:`ICaRL._build_module`. The free prior:
+        parameters created in the order encoder conditioner, encoder, decoder,
+        prior (T_NN; the task parameters start at fixed values)."""
+        if not self._free_task_prior():
+            return super()._build_module(
+                n_features, n_tasks, x_mean, x_scale, y_mean, y_scale
+            )
+        enc_cond = None
+        if self._condition_encoder():
+            enc_cond = self._build_conditioner(n_tasks, y_mean, y_scale)
+        encoder = self._build_encoder(
+            n_features, 0 if enc_cond is None else enc_cond.out_features
+        )
+        decoder = self._build_decoder(n_features)
+        prior = TaskExpFamPrior(
+            n_tasks,
+            int(self.n_latents),
+            self._uses_target(),
+            tnn_hidden=_widths(self.tnn_hidden, 1),
+        )
+        if self._warmup_epochs():
+            prior.coupling_scale.zero_()
+        return ICaRLModule(
+            encoder,
+            decoder,
+            prior,
+            self._build_prior_conditioner(n_tasks, y_mean, y_scale),
+            enc_cond,
+            torch.as_tensor(x_mean),
+            torch.as_tensor(x_scale),
+        )
 
     def _set_fitted(self, data: MultiTaskArrays) -> None:
         super()._set_fitted(data)
+        self.task_prior_params_ = None
+        prior = self.module_.prior
+        if isinstance(prior, TaskExpFamPrior):
+            with torch.no_grad():
+                tau = F.softplus(prior.raw_precision) + prior.min_precision
+            self.task_prior_params_ = {
+                name: v.detach().cpu().double().numpy()
+                for name, v in (
+                    ("slope", prior.slope),
+                    ("offset", prior.offset),
+                    ("precision", tau),
+                    ("coupling", prior.coupling * prior.coupling_scale),
+                )
+            }
 
         def table(cond):
-            if cond is None:
+            if cond is None or cond.embedding is None:
                 return None
             return cond.embedding.weight.detach().cpu().double().numpy()
 

@@ -30,10 +30,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
 from torch import nn
 
 from identrep._typing import Seed
-from identrep.models.nn.vae import ConditionalPrior
+from identrep.models.nn.vae import (
+    ConditionalPrior,
+    ConditionalVAE,
+    TaskPrior,
+    soft_clamp,
+)
 from identrep.models.vae._base import (
     ARCHITECTURE_CONSTRAINTS,
     ELBO_CONSTRAINTS,
@@ -261,28 +267,54 @@ class IVAE(ConditionalVAEEstimator):
 
 
 class MTIVAE(TaskEmbeddingMixin, IVAE):
-    """Multi-task iVAE: u = [y, E_t] with a learnable task embedding E (Chen et al.).
+    """Multi-task iVAE (Chen et al., 2024): an iVAE whose prior has per-task
+    parameters.
 
-    An :class:`IVAE` whose task conditioning goes through an explicit embedding
-    table ``E`` of shape (n_tasks, embedding_dim), trained jointly by the ELBO, so
-    the learned task parameters can be inspected (``task_embeddings_``). Task ids
-    are required in fit and (with ``condition_encoder=True``) in transform.
+    With ``task_prior="free"`` (default; the paper's Appendix C: the task
+    parameters are free and learned with the rest) the prior is
+    :class:`~identrep.models.nn.vae.TaskPrior`,
+
+    ``p(z_j | y, t) = N(a_tj y + b_tj, exp(s_tj))``,
+
+    with y the standardised target and 3 d free numbers per task; the encoder
+    sees u = [y, E_t] with a learnable task embedding E. With
+    ``task_prior="embedding"`` the prior is iVAE's network of the same u (mean 0
+    unless ``learn_prior_mean``). Within a task every latent of Chen et al.'s
+    process has unit variance, so what separates the latents across tasks is how
+    each one moves with y: the slope a_t carries it, a zero-mean prior cannot
+    (measurements: docs/notes.md, "MT-iVAE's free task prior").
+
+    ``whiten="zca"`` replaces the per-feature standardisation of x by the pooled
+    ZCA whitening (``"pca"``: the top ``n_latents`` principal components,
+    whitened, for p > d); on a linear mixing that makes the unmixing nearly
+    orthogonal, which the mean-field posterior favours. Task ids are required in
+    fit and (with ``condition_encoder=True``) in transform.
 
     Parameters
     ----------
     n_latents : int, default=10
     conditioning : {"target+task", "task"}, default="target+task"
-        u = [standardised y, E_t], or u = E_t alone (e.g. segments as tasks, no
-        target).
+        u = [standardised y, task], or the task alone (e.g. segments as tasks,
+        no target; the free prior is then ``N(b_tj, exp(s_tj))``).
     embedding_dim : int, optional
         Dimension of E_t; default ``n_latents``.
+    task_prior : {"free", "embedding"}, default="free"
+        Free per-task prior parameters, or a prior network of [y, E_t].
+    whiten : {None, "zca", "pca"}, default=None
+        Input map: per-feature standardisation (None), ZCA whitening, or
+        whitened principal components (``n_latents`` of them).
     **other parameters
         As in :class:`IVAE`.
 
     Attributes
     ----------
     task_embeddings_ : ndarray of shape (n_tasks, embedding_dim)
-        The learned E, rows in the order of ``tasks_``.
+        The learned E, rows in the order of ``tasks_`` (with the free prior: the
+        encoder's).
+    task_prior_params_ : dict or None
+        With ``task_prior="free"``: ``"slope"``, ``"offset"``, ``"log_var"``
+        arrays of shape (n_tasks, n_latents) (a, b and the clamped s; rows in the
+        order of ``tasks_``, a in units of latent per standardised-target unit).
     module_, history_, tasks_, n_tasks_, n_latents_, n_features_in_, fit_seconds_
         As in :class:`IVAE`.
 
@@ -316,6 +348,8 @@ class MTIVAE(TaskEmbeddingMixin, IVAE):
         *,
         conditioning: str = "target+task",
         embedding_dim: int | None = None,
+        task_prior: str = "free",
+        whiten: str | None = None,
         encoder: str = "mlp",
         decoder: str | None = None,
         hidden_sizes: Sequence[int] | None = None,
@@ -366,7 +400,42 @@ class MTIVAE(TaskEmbeddingMixin, IVAE):
             verbose=verbose,
         )
         self.embedding_dim = embedding_dim
+        self.task_prior = task_prior
+        self.whiten = whiten
+
+    def _build_module(self, n_features, n_tasks, x_mean, x_scale, y_mean, y_scale):
+        """The embedding variant: :meth:`IVAE._build_module`. The free prior:
+        parameters created in the order conditioner, encoder, decoder (the
+        :class:`~identrep.models.nn.vae.TaskPrior` starts at zero)."""
+        if not self._free_task_prior():
+            return super()._build_module(
+                n_features, n_tasks, x_mean, x_scale, y_mean, y_scale
+            )
+        cond = self._build_conditioner(n_tasks, y_mean, y_scale)
+        enc_c = cond.out_features if self._condition_encoder() else 0
+        return ConditionalVAE(
+            self._build_encoder(n_features, enc_c),
+            self._build_decoder(n_features),
+            TaskPrior(n_tasks, int(self.n_latents), self._uses_target(), self.prior),
+            cond,
+            torch.as_tensor(x_mean),
+            torch.as_tensor(x_scale),
+            condition_encoder=self._condition_encoder(),
+            prior_conditioner=self._build_prior_conditioner(n_tasks, y_mean, y_scale),
+        )
 
     def _set_fitted(self, data: MultiTaskArrays) -> None:
         emb: nn.Embedding = self.module_.conditioner.embedding
         self.task_embeddings_ = emb.weight.detach().cpu().double().numpy()
+        self.task_prior_params_ = None
+        prior = self.module_.prior
+        if isinstance(prior, TaskPrior):
+            log_var = soft_clamp(prior.log_var, prior.log_var_bound)
+            self.task_prior_params_ = {
+                name: v.detach().cpu().double().numpy()
+                for name, v in (
+                    ("slope", prior.slope),
+                    ("offset", prior.offset),
+                    ("log_var", log_var),
+                )
+            }

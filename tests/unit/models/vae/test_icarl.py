@@ -166,6 +166,8 @@ def _grads(loss, params):
 @pytest.mark.parametrize("cls", [ICaRL, MTICaRL])
 def test_stop_gradients_split_the_parameters(cls, method):
     est = cls(n_latents=2, hidden_sizes=(8,), tnn_hidden=5, lambda_hidden=8)
+    if cls is MTICaRL:  # the free prior: tests/unit/models/vae/test_task_prior.py
+        est.set_params(task_prior="embedding")
     est._validate_params()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
@@ -218,7 +220,7 @@ def test_shapes_and_fitted_attributes(data):
     assert mean.shape == var.shape == (n, d) and (var > 0).all()
     assert m.n_features_in_ == 3 and m.score_matching_ == "exact"
     assert len(m.history_["train_loss"]) == 2 and m.history_["val_loss"] == []
-    mt = MTICaRL(n_latents=d, random_state=0, **FAST)
+    mt = MTICaRL(n_latents=d, random_state=0, task_prior="embedding", **FAST)
     mt.fit(data.X, data.y, task_ids=data.task_ids)
     Z = mt.transform(data.X, data.y, task_ids=data.task_ids)
     assert Z.shape == (n, d) and np.isfinite(Z).all()
@@ -229,7 +231,13 @@ def test_shapes_and_fitted_attributes(data):
 
 
 def test_task_conditioning_and_encoder_without_u(data):
-    m = MTICaRL(n_latents=2, conditioning="task", embedding_dim=3, **FAST)
+    m = MTICaRL(
+        n_latents=2,
+        conditioning="task",
+        embedding_dim=3,
+        task_prior="embedding",
+        **FAST,
+    )
     m.fit(data.X, task_ids=data.task_ids)  # no target needed
     assert m.task_embeddings_.shape == (5, 3)
     assert m.transform(data.X, task_ids=data.task_ids).shape == (200, 2)
