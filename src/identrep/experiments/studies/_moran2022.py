@@ -18,6 +18,7 @@ from identrep.utils.seeding import derive_seed
 __all__ = [
     "PAPER_MODELS",
     "TABLE4_MODELS",
+    "TEXT_MODELS",
     "MoranConfig",
     "Split",
     "fit_estimator",
@@ -33,6 +34,9 @@ __all__ = [
 #: The rows of Tables 1-2, in the paper's order, as identrep class names (Sparse
 #: VAE, VAE, beta-VAE, OI-VAE, VSC, NMF).
 PAPER_MODELS = ("SparseVAE", "VAE", "BetaVAE", "OIVAE", "VSC", "NMF")
+#: The text tables add LDA (no published row; the topic model the semi-synthetic
+#: data are built with).
+TEXT_MODELS = (*PAPER_MODELS, "LDA")
 #: Table 4's rows (no beta-VAE).
 TABLE4_MODELS = ("SparseVAE", "VAE", "NMF", "VSC", "OIVAE")
 #: beta of the beta-VAE rows (the paper sweeps 2, 4, 6, 8, 16 and does not say
@@ -175,15 +179,19 @@ def make_estimator(config: MoranConfig, model_seed: int, likelihood: str):
         "random_state": model_seed,
     }
     params = cls().get_params()
-    if "likelihood" not in params and likelihood != "gaussian":
+    native = _NATIVE_LIKELIHOOD.get(config.model, "gaussian")
+    if "likelihood" not in params and likelihood != native:
         raise ValueError(
             f"{config.model} has no likelihood parameter, and this table needs a "
             f"{likelihood} likelihood."
         )
-    wanted["likelihood"] = _likelihood_name(cls, likelihood)
+    if "likelihood" in params:
+        wanted["likelihood"] = _likelihood_name(cls, likelihood)
     return cls(**{k: v for k, v in wanted.items() if k in params})
 
 
+#: Models with a fixed likelihood (no ``likelihood`` parameter) other than Gaussian.
+_NATIVE_LIKELIHOOD = {"LDA": "categorical"}
 _ALIASES = {"categorical": "multinomial", "multinomial": "categorical"}
 
 
@@ -265,17 +273,18 @@ def quick_intro(full: dict, what: str):
                 f"--quick` runs): {'; '.join(below)}. A first look at every model, "
                 "not a comparison with the paper.\n\n" + what
             )
-        tops = runs[runs["model"] == "SparseVAE"] if "top_features" in runs else None
-        if (
-            tops is not None
-            and len(tops)
-            and isinstance(tops["top_features"].iloc[0], str)
-        ):
-            text += (
-                "\n\nInterpretability (the paper's Table 3), Sparse VAE of split "
-                f"{int(tops['seed'].iloc[0])}, top features of the three heaviest "
-                "factors: " + tops["top_features"].iloc[0]
-            )
+        if "top_features" in runs:
+            tops = runs[runs["top_features"].fillna("").astype(str) != ""]
+            order = {m: i for i, m in enumerate(("SparseVAE", "NMF", "LDA"))}
+            if len(tops):
+                row = tops.iloc[
+                    int(np.argmin([order.get(m, 9) for m in tops["model"]]))
+                ]
+                text += (
+                    f"\n\nInterpretability (the paper's Table 3): {row['model']}, "
+                    f"split {int(row['seed'])}, top features of the three heaviest "
+                    "factors: " + str(row["top_features"])
+                )
         return text
 
     return intro

@@ -29,7 +29,7 @@ TABLE1B_FULL = {
 TABLE1B_QUICK = {"max_epochs": 3, "n_rows": 1200, "hidden": 50}
 
 
-def grid(seeds=5, quick=False, models=mo.PAPER_MODELS, n_latents=None):
+def grid(seeds=5, quick=False, models=mo.TEXT_MODELS, n_latents=None):
     """Five random 80/20 splits of the abstracts (``quick``: TABLE1B_QUICK)."""
     settings = dict(TABLE1B_FULL, n_latents=mo.n_latents_or(n_latents, 20))
     if quick:
@@ -105,7 +105,7 @@ STUDY = register_study(
         ),
         make_grid=grid,
         make_data=make_data,
-        fits={m: fit_counts for m in mo.PAPER_MODELS},
+        fits={m: fit_counts for m in mo.TEXT_MODELS},
         published="moran2022_table1b_peerread.csv",
         options=(mo.LATENTS_OPTION,),
         progress=(("nll", "NLL"),),

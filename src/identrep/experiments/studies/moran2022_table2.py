@@ -40,7 +40,7 @@ TABLE2_QUICK = {"max_epochs": 3, "n_rows": 800}
 N_TOPICS = 20
 
 
-def grid(seeds=5, quick=False, models=mo.PAPER_MODELS, n_latents=None):
+def grid(seeds=5, quick=False, models=mo.TEXT_MODELS, n_latents=None):
     """Three shifts x five semi-synthetic data sets (noise draw and 80/20 split
     of the documents per seed; ``quick``: TABLE2_QUICK)."""
     settings = dict(TABLE2_FULL, n_latents=mo.n_latents_or(n_latents, 20))
@@ -112,7 +112,7 @@ STUDY = register_study(
         ),
         make_grid=grid,
         make_data=make_data,
-        fits={m: fit for m in mo.PAPER_MODELS},
+        fits={m: fit for m in mo.TEXT_MODELS},
         published="moran2022_table2_semisynthetic.csv",
         options=(mo.LATENTS_OPTION,),
         progress=(("nll", "NLL"),),

@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-import identrep.models
 from identrep.datasets import BagOfWords, ZeiselData
 from identrep.exceptions import DataError
 from identrep.experiments import get_study, published_results, run_sweep, write_report
@@ -37,11 +36,11 @@ def test_grids_follow_the_papers_tables_and_quick_budgets(tmp_path, monkeypatch)
     )
     assert {q.n_latents for q in t4.grid(n_latents=7, models=["VAE"])} == {7}
     t1b = get_study("moran2022_table1b")
-    assert t1b.models == MODELS and len(t1b.grid()) == 30
+    assert t1b.models == (*MODELS, "LDA") and len(t1b.grid()) == 35
     t2 = get_study("moran2022_table2")
     g2 = t2.grid()
-    assert len(g2) == 90 and {c.sigma_pct for c in g2} == {50, 100, 300}
-    assert len(t2.grid(quick=True)) == 18 and all(c.lr == 1e-2 for c in g2)
+    assert len(g2) == 105 and {c.sigma_pct for c in g2} == {50, 100, 300}
+    assert len(t2.grid(quick=True)) == 21 and all(c.lr == 1e-2 for c in g2)
     # MovieLens present (a generated file in the 100K format): 1a's grid
     folder = tmp_path / "movielens" / "ml-100k"
     folder.mkdir(parents=True)
@@ -168,13 +167,6 @@ def _fake_corpus(seed=0, n_docs=120, n_words=30):
     )
 
 
-needs_models = pytest.mark.skipif(
-    not hasattr(identrep.models, "NMF"),
-    reason="NMF and the held-out NLL arrive with issue 14's models branch",
-)
-
-
-@needs_models
 def test_table1b_and_table2_tiny_runs(tmp_path, monkeypatch):
     import identrep.experiments.studies.moran2022_table1b as t1b
     import identrep.experiments.studies.moran2022_table2 as t2
@@ -183,21 +175,24 @@ def test_table1b_and_table2_tiny_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(t1b, "load_abstracts", lambda: corpus)
     monkeypatch.setattr(t2, "load_abstracts", lambda: corpus)
     t2._topics.cache_clear()
-    configs = [_tiny(m, "moran2022_table1b") for m in ("SparseVAE", "NMF")]
-    configs += [_tiny("NMF", "moran2022_table2", sigma_pct=s) for s in (50, 300)]
+    configs = [_tiny(m, "moran2022_table1b") for m in ("NMF", "LDA")]
+    configs += [
+        _tiny(m, "moran2022_table2", sigma_pct=s)
+        for m in ("NMF", "LDA")
+        for s in (50, 300)
+    ]
     recs = run_sweep(configs, tmp_path, progress=False)
     for r in recs:
         # uniform word probabilities cost 60 * log(30) = 204 nats per document
         assert 0 < r["metrics"]["nll"] < 204 * 1.5
-    sparse = next(r for r in recs if r["config"]["model"] == "SparseVAE")
-    assert sparse["metrics"]["top_features"].startswith("A: w")
+    nmf = next(r for r in recs if r["config"]["model"] == "NMF")
+    assert nmf["metrics"]["top_features"].startswith("A: w")
     df, text = write_report(tmp_path)
-    assert "| sigma_pct | NMF |" in text
+    assert "| sigma_pct | NMF | LDA |" in text
     assert "Interpretability" in text
     t2._topics.cache_clear()
 
 
-@needs_models
 def test_table1a_tiny_run_ranks_held_out_movies(tmp_path, monkeypatch):
     import identrep.experiments.studies.moran2022_table1a as t1a
     from identrep.datasets.movielens import MovieLensData
