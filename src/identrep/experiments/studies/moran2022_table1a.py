@@ -77,7 +77,9 @@ def fit(config: mo.MoranConfig, split: mo.Split, model_seed: int, artifacts=None
     """Fit on the training users; on the test users: NLL of their ratings, then
     Recall@5 and NDCG@10 of the held-out 20% of each user's movies from the
     other 80% (fold-in, seeded per split; fold-in movies are not ranked)."""
-    est, fit_seconds = mo.fit_estimator(config, split, model_seed, "categorical")
+    est, fit_seconds = mo.fit_estimator(
+        config, split, model_seed, "categorical", needs=("heldout_nll", "reconstruct")
+    )
     t0 = time.perf_counter()
     out = mo.ranking_scores(
         est, split.X_test, seed=derive_seed("fold-in", *config.data_key())
@@ -123,14 +125,16 @@ STUDY = register_study(
             keys=("n_latents",),
             metrics=(
                 ("nll", "held-out NLL", 1),
-                ("recall_at_5", "Recall@5", 100),
-                ("ndcg_at_10", "NDCG@10", 100),
+                ("recall_at_5", "Recall@5 fold-in", 100),
+                ("ndcg_at_10", "NDCG@10 fold-in", 100),
+                ("recall_at_5_same_rows", "Recall@5 same rows", 100),
+                ("ndcg_at_10_same_rows", "NDCG@10 same rows", 100),
                 ("fit_seconds", "fit s", 1),
             ),
             compare=(
                 ("nll", None, "paper NLL"),
-                ("recall_at_5", None, "paper Recall@5"),
-                ("ndcg_at_10", None, "paper NDCG@10"),
+                ("recall_at_5_same_rows", None, "paper Recall@5"),
+                ("ndcg_at_10_same_rows", None, "paper NDCG@10"),
             ),
             main="nll",
             lower_is_better=("nll",),
@@ -139,10 +143,12 @@ STUDY = register_study(
                 "Mean ± std over random 80/20 splits of the users (the paper: 5). "
                 "Ratings >= 4 are 1, the rest 0; users with >= 20 such ratings; the "
                 "300 movies with the most. NLL: multinomial reconstruction NLL of "
-                "the test users' ratings (lower is better). Recall@5 / NDCG@10: "
-                "VAE-CF fold-in protocol (Liang et al., 2018) on the test users; "
-                "the authors' script ranks the same movies it was given as input, "
-                "which inflates both.",
+                "the test users' ratings (lower is better). Recall@5 / NDCG@10 "
+                "fold-in: VAE-CF's protocol (Liang et al., 2018), 20% of each test "
+                "user's movies hidden and ranked from the other 80%. Same rows: the "
+                "authors' script, which ranks the movies the model was given as "
+                "input (what the paper reports, so the paper's columns sit beside "
+                "these; it rewards copying the input).",
             ),
             footnote=(
                 "The paper's numbers are on MovieLens 25M (100,000 users); a "

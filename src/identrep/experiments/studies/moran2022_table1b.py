@@ -62,7 +62,9 @@ def fit_counts(
     config: mo.MoranConfig, split: mo.Split, model_seed: int, artifacts=None
 ):
     """Fit on the training documents; held-out NLL on the test documents."""
-    est, fit_seconds = mo.fit_estimator(config, split, model_seed, "categorical")
+    est, fit_seconds = mo.fit_estimator(
+        config, split, model_seed, "categorical", needs=("heldout_nll",)
+    )
     t0 = time.perf_counter()
     nll = mo.heldout_nll(est, split.X_test)
     return {
