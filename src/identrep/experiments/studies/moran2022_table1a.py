@@ -45,13 +45,14 @@ def grid(seeds=5, quick=False, models=mo.PAPER_MODELS, n_latents=None, source="1
     if source not in VARIANTS:
         raise ValueError(f"--movielens must be one of {VARIANTS}; got {source!r}.")
     settings = dict(TABLE1A_FULL, n_latents=mo.n_latents_or(n_latents, 30))
+    splits = mo.seed_range(seeds, quick)
     if quick:
         settings.update(TABLE1A_QUICK)
     load_ratings(source)  # a missing data set fails here, with how to install it
     base = mo.MoranConfig(table=NAME, source=source, **settings)
     return [
         dataclasses.replace(base, model=m, seed=s)
-        for m, s in itertools.product(models, mo.seed_range(seeds, quick))
+        for m, s in itertools.product(models, splits)
     ]
 
 

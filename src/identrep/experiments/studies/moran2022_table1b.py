@@ -32,12 +32,14 @@ TABLE1B_QUICK = {"max_epochs": 3, "n_rows": 1200, "hidden": 50}
 def grid(seeds=5, quick=False, models=mo.TEXT_MODELS, n_latents=None):
     """Five random 80/20 splits of the abstracts (``quick``: TABLE1B_QUICK)."""
     settings = dict(TABLE1B_FULL, n_latents=mo.n_latents_or(n_latents, 20))
+    splits = mo.seed_range(seeds, quick)
     if quick:
         settings.update(TABLE1B_QUICK)
+    load_abstracts()  # absent data fail here, saying where to put them
     base = mo.MoranConfig(table=NAME, **settings)
     return [
         dataclasses.replace(base, model=m, seed=s)
-        for m, s in itertools.product(models, mo.seed_range(seeds, quick))
+        for m, s in itertools.product(models, splits)
     ]
 
 

@@ -44,14 +44,14 @@ def grid(seeds=5, quick=False, models=mo.TEXT_MODELS, n_latents=None):
     """Three shifts x five semi-synthetic data sets (noise draw and 80/20 split
     of the documents per seed; ``quick``: TABLE2_QUICK)."""
     settings = dict(TABLE2_FULL, n_latents=mo.n_latents_or(n_latents, 20))
+    splits = mo.seed_range(seeds, quick)
     if quick:
         settings.update(TABLE2_QUICK)
+    load_abstracts()  # absent data fail here, saying where to put them
     base = mo.MoranConfig(table=NAME, **settings)
     return [
         dataclasses.replace(base, model=m, sigma_pct=sig, seed=s)
-        for m, sig, s in itertools.product(
-            models, SHIFTS.values(), mo.seed_range(seeds, quick)
-        )
+        for m, sig, s in itertools.product(models, SHIFTS.values(), splits)
     ]
 
 

@@ -18,6 +18,11 @@ MODELS = ("SparseVAE", "VAE", "BetaVAE", "OIVAE", "VSC", "NMF")
 
 
 def test_grids_follow_the_papers_tables_and_quick_budgets(tmp_path, monkeypatch):
+    import identrep.experiments.studies.moran2022_table1b as t1b_mod
+    import identrep.experiments.studies.moran2022_table2 as t2_mod
+
+    monkeypatch.setattr(t1b_mod, "load_abstracts", _fake_corpus)
+    monkeypatch.setattr(t2_mod, "load_abstracts", _fake_corpus)
     t4 = get_study("moran2022_table4")
     assert t4.models == ("SparseVAE", "VAE", "NMF", "VSC", "OIVAE")
     full = t4.grid()
@@ -83,6 +88,20 @@ def test_movielens_study_without_data_says_how_to_install(tmp_path, monkeypatch)
         get_study("moran2022_table1a").grid(quick=True)
     assert str(tmp_path / "empty-home") in str(err.value)
     assert "recbole/dataset_example/ml-100k" in str(err.value)
+
+
+def test_text_studies_without_the_abstracts_say_where_to_put_them(
+    tmp_path, monkeypatch
+):
+    import identrep.experiments.studies.moran2022_table1b as t1b_mod
+
+    monkeypatch.setenv("IDENTREP_DATA", str(tmp_path / "home"))
+    t1b_mod.load_abstracts.cache_clear()
+    for name in ("moran2022_table1b", "moran2022_table2"):
+        with pytest.raises(DataError, match="does not ship them") as err:
+            get_study(name).grid(quick=True)
+        assert str(tmp_path / "home" / "ml_abstracts") in str(err.value)
+    t1b_mod.load_abstracts.cache_clear()
 
 
 def test_published_numbers_are_the_papers():
