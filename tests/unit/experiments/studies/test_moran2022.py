@@ -239,3 +239,19 @@ def test_table1a_tiny_run_ranks_held_out_movies(tmp_path, monkeypatch):
     assert 0 < m["recall_at_5_same_rows"] <= 1 and m["n_ranked_same_rows"] == 16
     df, text = write_report(tmp_path)
     assert "paper NDCG@10" in text
+
+
+def test_cli_without_movielens_exits_2_with_the_install_hint(
+    tmp_path, monkeypatch, capsys
+):
+    import identrep.experiments.studies.moran2022_table1a as t1a_mod
+    from identrep.cli import main
+
+    monkeypatch.setenv("IDENTREP_DATA", str(tmp_path))
+    monkeypatch.setattr("identrep.datasets.movielens._recbole_file", lambda: None)
+    t1a_mod.load_ratings.cache_clear()
+    assert main(["reproduce", "moran2022_table1a", "--quick", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install --no-deps recbole" in err and str(tmp_path) in err
+    assert main(["reproduce", "moran2022_table4", "--n-latents", "0", "--dry-run"]) == 2
+    assert "--n-latents must be a positive integer" in capsys.readouterr().err
