@@ -225,8 +225,20 @@ def fit_estimator(
             "which this table's scores need."
         )
     t0 = time.perf_counter()
-    est.fit(split.X_train)
+    est.fit(as_input(est, split.X_train))
     return est, time.perf_counter() - t0
+
+
+def as_input(est, X):
+    """``X`` as the estimator takes it: sparse rows stay sparse only for the
+    estimators that declare sparse input (scikit-learn tags)."""
+    if not sp.issparse(X):
+        return X
+    try:
+        sparse_ok = bool(est.__sklearn_tags__().input_tags.sparse)
+    except AttributeError:
+        sparse_ok = False
+    return X if sparse_ok else X.toarray()
 
 
 def loadings(est) -> np.ndarray | None:
@@ -332,7 +344,7 @@ def heldout_nll(est, X_test) -> float:
         raise ValueError(
             f"{type(est).__name__} has no heldout_nll in this identrep version."
         )
-    return float(est.heldout_nll(X_test))
+    return float(est.heldout_nll(as_input(est, X_test)))
 
 
 def predict_scores(est, X) -> np.ndarray:
@@ -343,7 +355,7 @@ def predict_scores(est, X) -> np.ndarray:
             f"{type(est).__name__} has no reconstruct in this identrep version, "
             "so it cannot rank items."
         )
-    return np.asarray(est.reconstruct(X), dtype=np.float64)
+    return np.asarray(est.reconstruct(as_input(est, X)), dtype=np.float64)
 
 
 def ranking_scores(est, X_test, *, seed: int) -> dict:
