@@ -60,6 +60,18 @@ def test_grids_follow_the_papers_tables_and_quick_budgets(tmp_path, monkeypatch)
     assert [(c.model, c.source, c.n_latents, c.hidden) for c in g1] == [
         ("NMF", "100k", 30, 100)
     ]
+    for study, grid in (
+        (t4, full),
+        (t1b, t1b.grid()),
+        (t2, g2),
+        (get_study("moran2022_table1a"), g1),
+    ):
+        spec = study.report
+        ids = [c.run_id for c in grid]
+        assert len(set(ids)) == len(ids)
+        for c in grid:
+            fields = set(c.to_dict())
+            assert set(spec.columns) | set(spec.group) | set(spec.keys) <= fields
     t1a_mod.load_ratings.cache_clear()
 
 
