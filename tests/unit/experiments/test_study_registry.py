@@ -22,6 +22,10 @@ def test_the_paper_studies_are_registered():
     assert sorted(STUDIES) == [
         "lachapelle2023",
         "lachapelle2023_frozen",
+        "moran2022_table1a",
+        "moran2022_table1b",
+        "moran2022_table2",
+        "moran2022_table4",
         "qm9",
         "table1",
         "table2",
@@ -34,7 +38,8 @@ def test_unknown_table_lists_known_ones():
     with pytest.raises(
         ValueError,
         match=r"Unknown study 'table9'; known studies: lachapelle2023, "
-        r"lachapelle2023_frozen, qm9, table1, table2, table3\.",
+        r"lachapelle2023_frozen, moran2022_table1a, moran2022_table1b, "
+        r"moran2022_table2, moran2022_table4, qm9, table1, table2, table3\.",
     ):
         get_study("table9")
 
@@ -44,7 +49,9 @@ def test_a_name_is_registered_once():
         register_study(dataclasses.replace(get_study("table1")))
 
 
-@pytest.mark.parametrize("name", ["qm9", "table1", "table2", "table3"])
+@pytest.mark.parametrize(
+    "name", ["qm9", "table1", "table2", "table3", "moran2022_table4"]
+)
 def test_every_study_builds_its_grid(name):
     study = get_study(name)
     assert isinstance(study, Study) and study.models

@@ -18,6 +18,7 @@ from identrep.utils.seeding import derive_seed
 __all__ = [
     "PAPER_MODELS",
     "TABLE4_MODELS",
+    "TEXT_MODELS",
     "MoranConfig",
     "Split",
     "fit_estimator",
@@ -33,6 +34,9 @@ __all__ = [
 #: The rows of Tables 1-2, in the paper's order, as identrep class names (Sparse
 #: VAE, VAE, beta-VAE, OI-VAE, VSC, NMF).
 PAPER_MODELS = ("SparseVAE", "VAE", "BetaVAE", "OIVAE", "VSC", "NMF")
+#: The text tables add LDA (no published row; the topic model the semi-synthetic
+#: data are built with).
+TEXT_MODELS = (*PAPER_MODELS, "LDA")
 #: Table 4's rows (no beta-VAE).
 TABLE4_MODELS = ("SparseVAE", "VAE", "NMF", "VSC", "OIVAE")
 #: beta of the beta-VAE rows (the paper sweeps 2, 4, 6, 8, 16 and does not say
@@ -175,20 +179,66 @@ def make_estimator(config: MoranConfig, model_seed: int, likelihood: str):
         "random_state": model_seed,
     }
     params = cls().get_params()
-    if "likelihood" not in params and likelihood != "gaussian":
+    native = _NATIVE_LIKELIHOOD.get(config.model, "gaussian")
+    if "likelihood" not in params and likelihood != native:
         raise ValueError(
             f"{config.model} has no likelihood parameter, and this table needs a "
             f"{likelihood} likelihood."
         )
+    if "likelihood" in params:
+        wanted["likelihood"] = _likelihood_name(cls, likelihood)
     return cls(**{k: v for k, v in wanted.items() if k in params})
 
 
-def fit_estimator(config: MoranConfig, split: Split, model_seed: int, likelihood):
-    """Fit on the training rows; the estimator and its fit time."""
+#: Models with a fixed likelihood (no ``likelihood`` parameter) other than Gaussian.
+_NATIVE_LIKELIHOOD = {"LDA": "categorical"}
+_ALIASES = {"categorical": "multinomial", "multinomial": "categorical"}
+
+
+def _likelihood_name(cls, likelihood: str) -> str:
+    """The class's name for a likelihood: the VAE family says "categorical" for
+    counts over the features, the decompositions "multinomial"."""
+    constraints = getattr(cls, "_parameter_constraints", {}).get("likelihood", [])
+    options = set()
+    for c in constraints:
+        options |= set(getattr(c, "options", ()))
+    if not options or likelihood in options:
+        return likelihood
+    if _ALIASES.get(likelihood) in options:
+        return _ALIASES[likelihood]
+    raise ValueError(
+        f"{cls.__name__} does not offer a {likelihood} likelihood "
+        f"(its likelihoods: {sorted(options)})."
+    )
+
+
+def fit_estimator(
+    config: MoranConfig, split: Split, model_seed: int, likelihood, needs=()
+):
+    """Fit on the training rows; the estimator and its fit time. ``needs``:
+    methods the scoring will call, checked before the fit."""
     est = make_estimator(config, model_seed, likelihood)
+    missing = [m for m in needs if not hasattr(est, m)]
+    if missing:
+        raise ValueError(
+            f"{config.model} has no {', '.join(missing)} in this identrep version, "
+            "which this table's scores need."
+        )
     t0 = time.perf_counter()
-    est.fit(split.X_train)
+    est.fit(as_input(est, split.X_train))
     return est, time.perf_counter() - t0
+
+
+def as_input(est, X):
+    """``X`` as the estimator takes it: sparse rows stay sparse only for the
+    estimators that declare sparse input (scikit-learn tags)."""
+    if not sp.issparse(X):
+        return X
+    try:
+        sparse_ok = bool(est.__sklearn_tags__().input_tags.sparse)
+    except AttributeError:
+        sparse_ok = False
+    return X if sparse_ok else X.toarray()
 
 
 def loadings(est) -> np.ndarray | None:
@@ -244,17 +294,18 @@ def quick_intro(full: dict, what: str):
                 f"--quick` runs): {'; '.join(below)}. A first look at every model, "
                 "not a comparison with the paper.\n\n" + what
             )
-        tops = runs[runs["model"] == "SparseVAE"] if "top_features" in runs else None
-        if (
-            tops is not None
-            and len(tops)
-            and isinstance(tops["top_features"].iloc[0], str)
-        ):
-            text += (
-                "\n\nInterpretability (the paper's Table 3), Sparse VAE of split "
-                f"{int(tops['seed'].iloc[0])}, top features of the three heaviest "
-                "factors: " + tops["top_features"].iloc[0]
-            )
+        if "top_features" in runs:
+            tops = runs[runs["top_features"].fillna("").astype(str) != ""]
+            order = {m: i for i, m in enumerate(("SparseVAE", "NMF", "LDA"))}
+            if len(tops):
+                row = tops.iloc[
+                    int(np.argmin([order.get(m, 9) for m in tops["model"]]))
+                ]
+                text += (
+                    f"\n\nInterpretability (the paper's Table 3): {row['model']}, "
+                    f"split {int(row['seed'])}, top features of the three heaviest "
+                    "factors: " + str(row["top_features"])
+                )
         return text
 
     return intro
@@ -283,3 +334,52 @@ def seed_range(seeds: int, quick: bool, quick_seeds: int = 1) -> range:
     if not isinstance(seeds, (int, np.integer)) or seeds < 1:
         raise ValueError(f"--seeds must be a positive integer; got {seeds!r}.")
     return range(min(seeds, quick_seeds) if quick else seeds)
+
+
+# ------------------------------------------------------------------ scoring
+def heldout_nll(est, X_test) -> float:
+    """Held-out reconstruction NLL per row (nats, one sampled z; the model's
+    ``heldout_nll``, computed by :func:`identrep.metrics.reconstruction_nll`)."""
+    if not hasattr(est, "heldout_nll"):
+        raise ValueError(
+            f"{type(est).__name__} has no heldout_nll in this identrep version."
+        )
+    return float(est.heldout_nll(as_input(est, X_test)))
+
+
+def predict_scores(est, X) -> np.ndarray:
+    """The model's reconstruction of the rows ``X`` (its ``reconstruct``), used
+    to rank the items."""
+    if not hasattr(est, "reconstruct"):
+        raise ValueError(
+            f"{type(est).__name__} has no reconstruct in this identrep version, "
+            "so it cannot rank items."
+        )
+    return np.asarray(est.reconstruct(as_input(est, X)), dtype=np.float64)
+
+
+def ranking_scores(est, X_test, *, seed: int) -> dict:
+    """Recall@5 and NDCG@10 of the test users under two protocols
+    (:func:`identrep.metrics.ranking_split`):
+
+    * VAE-CF's fold-in (``recall_at_5``, ``ndcg_at_10``): 20% of each user's
+      items hidden at random (seeded per split), the model sees the rest, which
+      are not ranked; users with fewer than 5 items drop out;
+    * the authors' (``*_same_rows``): the model sees all of a user's items and
+      is scored on ranking those same items, what the paper's Table 1a reports.
+    """
+    from identrep.metrics import ndcg_at_k, ranking_split, recall_at_k
+
+    out = {}
+    for protocol, suffix in (("fold_in", ""), ("same_rows", "_same_rows")):
+        inputs, targets, exclude = ranking_split(
+            X_test, protocol=protocol, random_state=seed
+        )
+        rows = np.flatnonzero(targets.sum(axis=1) > 0)
+        scores = predict_scores(est, sp.csr_matrix(inputs[rows], dtype=np.float32))
+        t = targets[rows]
+        e = None if exclude is None else exclude[rows]
+        out[f"recall_at_5{suffix}"] = float(recall_at_k(scores, t, k=5, exclude=e))
+        out[f"ndcg_at_10{suffix}"] = float(ndcg_at_k(scores, t, k=10, exclude=e))
+        out[f"n_ranked{suffix}"] = int(len(rows))
+    return out

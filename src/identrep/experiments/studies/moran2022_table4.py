@@ -35,12 +35,13 @@ TABLE4_QUICK = {"max_epochs": 3, "n_rows": 1500, "batch_size": 128}
 def grid(seeds=5, quick=False, models=mo.TABLE4_MODELS, n_latents=None):
     """Five random 80/20 splits of the cells (``quick``: see TABLE4_QUICK)."""
     settings = dict(TABLE4_FULL, n_latents=mo.n_latents_or(n_latents, 15))
+    splits = mo.seed_range(seeds, quick)
     if quick:
         settings.update(TABLE4_QUICK)
     base = mo.MoranConfig(table=NAME, **settings)
     return [
         dataclasses.replace(base, model=m, seed=s)
-        for m, s in itertools.product(models, mo.seed_range(seeds, quick))
+        for m, s in itertools.product(models, splits)
     ]
 
 
