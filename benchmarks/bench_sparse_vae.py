@@ -127,16 +127,14 @@ def _child(variant: str, n_batches: int, queue) -> None:
         if i:
             times.append(time.perf_counter() - t0)
     sec = float(np.median(times))
-    vae = variant == "vae"
+    macs = _vae_macs(B) if variant == "vae" else _forward_macs(B)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MiB (Linux)
     queue.put(
         dict(
             variant=variant,
             seconds_per_batch=sec,
             epoch_seconds=sec * N / B,
-            macs_per_s=3
-            * (_vae_macs(B) if variant == "vae" else _forward_macs(B))
-            / sec,
+            macs_per_s=3 * macs / sec,
             peak_rss_mib=peak,
         )
     )
