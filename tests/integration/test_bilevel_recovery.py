@@ -21,9 +21,11 @@ ridge), seeds 0-2:
     seed   lasso   ridge   ridge+ICA
     0      0.981   0.789   0.500
     1      0.988   0.599   0.476
-    2      CAL2
+    2      0.962   0.741   0.485
 
-About 20 s lasso + 10 s ridge per seed on a quiet core.
+With 20 epochs the lasso learner reaches 0.986 on seed 2 (the issue's 0.97; see
+docs/notes.md); this test keeps 10 epochs to stay within a minute (about 30 s lasso
++ 10 s ridge on a quiet core).
 """
 
 from __future__ import annotations
@@ -72,12 +74,13 @@ def _scores(seed: int) -> dict:
 
 def test_lasso_heads_disentangle_correlated_latents(seed):
     s = _scores(seed)
-    # observed min LASSO_MIN; the issue's target is 0.97, margin MARGIN_LASSO
-    assert s["lasso"] >= 0.96, s
+    # observed min 0.962 (seed 2) at this budget; margin ~0.01
+    assert s["lasso"] >= 0.95, s
     # ridge heads identify the latents only up to a linear map: observed max
-    # RIDGE_MAX; margin RIDGE_MARGIN
-    assert s["ridge"] <= 0.88, s
-    # ICA cannot undo the linear map of correlated latents: observed max ICA_MAX
+    # 0.789 (seed 0); margin ~0.06
+    assert s["ridge"] <= 0.85, s
+    # ICA cannot undo the linear map of correlated latents: observed max 0.500
+    # (seed 0); margin ~0.1
     assert s["ridge_ica"] <= 0.6, s
-    # observed min gap over ridge GAP_MIN
+    # observed min gap over the better of the two 0.192 (seed 0); margin ~0.09
     assert s["lasso"] - max(s["ridge"], s["ridge_ica"]) >= 0.1, s
