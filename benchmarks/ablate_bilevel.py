@@ -20,6 +20,7 @@ import numpy as np
 from identrep import MTRN, BilevelSparseMTL, RidgeICA
 from identrep.datasets import make_sparse_tasks
 from identrep.datasets.sparse_tasks import _apply_mlp
+from identrep.experiments.studies.lachapelle2023 import linear_r
 from identrep.metrics import mcc
 
 DATA = dict(n_tasks=1000, n_samples=50, n_latents=6, correlation=0.9, support_prob=0.5)
@@ -89,9 +90,11 @@ def run(seed: int, overrides: dict, models: list[str]) -> dict:
         if name == "lasso":
             out["lasso"] = round(mcc(data.Z, m.transform(data.X)), 4)
             out["lasso_ind"] = round(mcc(Z_ind, m.transform(X_ind)), 4)
+            out["lasso_r"] = round(linear_r(data.Z, m.transform(data.X)), 4)
             out["lasso_support"] = round(float(m.supports_.mean()), 3)
         else:
             out["ridge"] = round(mcc(data.Z, MTRN.transform(m, data.X)), 4)
+            out["ridge_r"] = round(linear_r(data.Z, MTRN.transform(m, data.X)), 4)
             out["ridge_ica"] = round(mcc(data.Z, m.transform(data.X)), 4)
     return out
 

@@ -7,16 +7,20 @@ its own child process (so its peak resident memory is its own) and times
 loss; the epoch time is extrapolated as seconds per batch x 943 / 512 (an epoch
 is two batches, one of them partial). Variants:
 
-* ``vectorised``: :class:`~identrep.models.nn.sparse_vae.MaskedFeatureDecoder`,
-  feature blocks checkpointed under autograd (the library default; bounded memory);
-* ``vectorised-nockpt``: the same blocks kept in memory (no recomputation);
+* ``kernel``: :class:`~identrep.models.nn.sparse_vae.MaskedFeatureDecoder`, the
+  library default: one autograd node with a hand-written backward
+  (:mod:`identrep.models.nn._masked_kernel`), cache-sized blocks recomputed in the
+  backward, no autograd temporaries;
+* ``vectorised``: the earlier decoder, the same blocks through autograd (einsum
+  over a (batch, features, K) masked input), each block checkpointed;
 * ``loop``: one pass of the shared network per feature (the authors' structure);
-* ``gemm``: a plain float32 GEMM (M = 512 * 1682, 300) x (300, 300), the decoder's
-  dominant product, timed for its multiply-adds per second.
+* ``vae``: a plain VAE decoder of the same widths (K -> H -> H -> G, no masks);
+* ``gemm``: a plain float32 GEMM (M = 512 * 1682 / 8, 300) x (300, 300), the
+  decoder's dominant product, timed for its multiply-adds per second.
 
 Achieved throughput counts 3 x the forward multiply-adds per step (forward +
 backward), whatever the variant recomputes, and is reported as a fraction of the
-GEMM's.
+GEMM's; the kernel's time is also given as a ratio to the loop's and the VAE's.
 
 Usage::
 
@@ -40,6 +44,11 @@ def _forward_macs(batch: int) -> float:
     return float(batch) * G * (K * H + H * H + H)
 
 
+def _vae_macs(batch: int) -> float:
+    """Multiply-adds of a plain VAE decoder forward pass of the same widths."""
+    return float(batch) * (K * H + H * H + H * G)
+
+
 def _loop_forward(dec, z):
     import torch
 
@@ -50,6 +59,21 @@ def _loop_forward(dec, z):
             h = dec.act(layer(h))
         cols.append(h @ dec.head_weight[j] + dec.head_bias[j])
     return torch.stack(cols, 1)
+
+
+def _checkpointed_forward(dec, z, step=32):
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
+    outs = []
+    for s in range(0, dec.n_features, step):
+        args = (z, dec.W[s : s + step], dec.head_weight[s : s + step])
+        outs.append(
+            checkpoint(
+                dec._block, *args, dec.head_bias[s : s + step], use_reentrant=False
+            )
+        )
+    return torch.cat(outs, 1)
 
 
 def _child(variant: str, n_batches: int, queue) -> None:
@@ -77,12 +101,19 @@ def _child(variant: str, n_batches: int, queue) -> None:
         return
     X = torch.tensor((rng.random((N, G)) < 0.06).astype(np.float32))
     torch.manual_seed(0)
-    chunk = None if variant != "vectorised-nockpt" else G
-    dec = MaskedFeatureDecoder(K, G, (H, H), "relu", chunk_size=chunk)
+    dec = MaskedFeatureDecoder(K, G, (H, H), "relu")
     enc = GaussianEncoder(G, 0, K, (H, H), "relu")
     mod = SparseVAEModule(enc, dec, "categorical", X.mean(0), X.std(0) + 1e-3)
     if variant == "loop":
         mod.decoder.forward = lambda z: _loop_forward(dec, z)
+    elif variant == "vectorised":
+        mod.decoder.forward = lambda z: _checkpointed_forward(dec, z)
+    elif variant == "vae":
+        from identrep.models.nn.mlp import MLP
+
+        plain = MLP(K, (H, H), G, activation="relu")
+        mod.decoder.forward = plain.forward
+        mod.plain = plain  # its parameters are trained too
     opt = torch.optim.Adam([p for p in mod.parameters() if p.requires_grad], lr=1e-3)
     times = []
     for i in range(n_batches + 1):  # the first step is a warm-up
@@ -96,13 +127,14 @@ def _child(variant: str, n_batches: int, queue) -> None:
         if i:
             times.append(time.perf_counter() - t0)
     sec = float(np.median(times))
+    macs = _vae_macs(B) if variant == "vae" else _forward_macs(B)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MiB (Linux)
     queue.put(
         dict(
             variant=variant,
             seconds_per_batch=sec,
             epoch_seconds=sec * N / B,
-            macs_per_s=3 * _forward_macs(B) / sec,
+            macs_per_s=3 * macs / sec,
             peak_rss_mib=peak,
         )
     )
@@ -124,7 +156,7 @@ def main() -> None:
     ap.add_argument(
         "--variants",
         nargs="+",
-        default=["gemm", "vectorised", "vectorised-nockpt", "loop"],
+        default=["gemm", "kernel", "vectorised", "loop", "vae"],
     )
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args()
@@ -146,6 +178,15 @@ def main() -> None:
             f"{r['macs_per_s'] / 1e9:6.2f} G MAC/s {frac}  "
             f"peak RSS {r['peak_rss_mib']:6.0f} MiB"
         )
+    sec = {r["variant"]: r.get("seconds_per_batch") for r in res}
+    if sec.get("kernel"):
+        for other in ("loop", "vectorised", "vae"):
+            if sec.get(other):
+                print(
+                    f"  kernel / {other:<10} time ratio "
+                    f"{sec['kernel'] / sec[other]:7.2f}  ({other} / kernel "
+                    f"{sec[other] / sec['kernel']:.2f})"
+                )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(res, fh, indent=2)

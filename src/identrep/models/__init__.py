@@ -14,7 +14,9 @@ from identrep.models.multitask import (
 from identrep.models.vae import (
     IVAE,
     MTIVAE,
+    OIVAE,
     VAE,
+    VSC,
     BetaVAE,
     ICaRL,
     MTICaRL,
@@ -36,4 +38,6 @@ __all__ = [
     "TaskIdentifiable",
     "LDA",
     "NMF",
+    "VSC",
+    "OIVAE",
 ]

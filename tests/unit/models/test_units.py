@@ -41,6 +41,8 @@ ESTIMATORS = {
     "MTIVAE": lambda s: ir.MTIVAE(n_latents=3, random_state=s, **_BUDGET),
     "ICaRL": lambda s: ir.ICaRL(n_latents=3, random_state=s, **_BUDGET),
     "MTICaRL": lambda s: ir.MTICaRL(n_latents=3, random_state=s, **_BUDGET),
+    "VSC": lambda s: ir.VSC(n_latents=3, random_state=s, **_BUDGET),
+    "OIVAE": lambda s: ir.OIVAE(n_latents=3, random_state=s, **_BUDGET),
 }
 # (scale of X, offset of X, scale of y, offset of y)
 UNITS = {

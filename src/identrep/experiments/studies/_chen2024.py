@@ -191,26 +191,30 @@ def score_latents(data, Z_hat: np.ndarray, causal_hat: np.ndarray | None) -> dic
     return out
 
 
-def baseline_estimator(config, model_seed: int, settings: dict):
+def baseline_estimator(
+    config, model_seed: int, settings: dict, per_model: dict | None = None
+):
     """The unfitted baseline estimator of a configuration with the study's
-    ``settings`` (``config.max_epochs`` overrides the epoch budget)."""
+    ``settings``, updated by ``per_model[config.model]`` where given
+    (``config.max_epochs`` overrides the epoch budget)."""
     from identrep.models import vae
 
-    params = dict(settings)
+    params = {**settings, **(per_model or {}).get(config.model, {})}
     if config.max_epochs is not None:
         params["max_epochs"] = config.max_epochs
     cls = getattr(vae, BASELINE_CLASSES[config.model])
     return cls(n_latents=config.n_latents, random_state=model_seed, **params)
 
 
-def baseline_fit(settings: dict):
-    """The fit-and-score of the baselines on synthetic data with ``settings``:
-    the conditioning is the target (and the task for the multi-task versions);
-    the latents are the encoder means given the same conditioning, scored like
-    MTLCM's."""
+def baseline_fit(settings: dict, per_model: dict | None = None):
+    """The fit-and-score of the baselines on synthetic data with ``settings``
+    (updated by ``per_model[model name]``, e.g. the multi-task variants' own
+    training settings): the conditioning is the target (and the task for the
+    multi-task versions); the latents are the encoder means given the same
+    conditioning, scored like MTLCM's."""
 
     def fit(config, data, model_seed: int, artifacts=None) -> dict:
-        model = baseline_estimator(config, model_seed, settings)
+        model = baseline_estimator(config, model_seed, settings, per_model)
         t0 = time.perf_counter()
         model.fit(data.X, data.y, task_ids=data.task_ids)
         fit_seconds = time.perf_counter() - t0

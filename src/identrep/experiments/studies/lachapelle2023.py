@@ -64,17 +64,20 @@ BASE = {"rho_pct": 90, "noise_pct": 10, "support_pct": 50}
 SWEEPS = {
     "correlation": ("rho_pct", (0, 25, 50, 75, 90, 99)),
     "noise": ("noise_pct", (0, 10, 50, 100, 200)),
-    "support": ("support_pct", (25, 50, 75, 90, 100)),
+    "support": ("support_pct", (15, 25, 50, 75, 90, 100)),
 }
 _QUICK_SWEEPS = {
     "correlation": (0, 90, 99),
     "noise": (10, 100),
-    "support": (50, 100),
+    "support": (15, 50, 100),
 }
 #: Tasks x samples per task of each data kind (full grid; quick: a fifth).
 DATA_SIZES = {"synthetic": (500, 50), "shapes": (100, 50)}
 #: Images with independent factors on which the shapes runs are also scored.
 N_EVAL_SHAPES = 2000
+#: Side of the rendered images (3D Shapes: 64; 32 is ~4x cheaper to encode on a
+#: CPU, docs/notes.md "Bilevel sparse MTL").
+SHAPES_IMAGE_SIZE = 32
 #: the bilevel learners' regularisation: a fraction of lambda_max (authors: 0.3)
 L1_REG = 0.3
 
@@ -105,6 +108,8 @@ class SparseMTLConfig(StudyConfig):
         ``mixing`` of ``make_sparse_tasks`` (synthetic only; None: its default).
     max_epochs : int or None
         Training budget of every learner (None: each estimator's default).
+    image_size : int
+        Side in pixels of the rendered images (shapes only).
     seed : int
         Seed index; data and model seeds derive from it and the configuration.
     """
@@ -121,6 +126,7 @@ class SparseMTLConfig(StudyConfig):
     n_samples: int = 50
     mixing: str | None = None
     max_epochs: int | None = None
+    image_size: int = SHAPES_IMAGE_SIZE
     seed: int = 0
 
     def __post_init__(self):
@@ -133,7 +139,14 @@ class SparseMTLConfig(StudyConfig):
             raise ValueError(
                 f"data must be one of {tuple(DATA_SIZES)}; got {self.data!r}."
             )
-        check_fields(self, ("n_latents", "n_tasks", "n_samples"), ("support_pct",))
+        check_fields(
+            self, ("n_latents", "n_tasks", "n_samples", "image_size"), ("support_pct",)
+        )
+        if self.image_size % 16:
+            raise ValueError(
+                "image_size must be a multiple of 16 (the conv encoder halves it 4 "
+                f"times); got {self.image_size!r}."
+            )
         if not 0 <= self.rho_pct <= 99:
             raise ValueError(f"rho_pct must lie in [0, 99]; got {self.rho_pct!r}.")
         if self.noise_pct < 0 or self.support_pct < 1:
@@ -161,6 +174,7 @@ class SparseMTLConfig(StudyConfig):
             self.n_tasks,
             self.n_samples,
             self.mixing,
+            self.image_size if self.data == "shapes" else None,
             self.seed,
         )
 
@@ -272,12 +286,15 @@ def make_data(config: SparseMTLConfig) -> tuple[StudyData, int]:
             rho=rho,
             support_prob=p,
             noise_ratio=noise,
+            image_size=config.image_size,
             random_state=seed,
         )
         rng = np.random.default_rng(derive_seed("uniform-eval", seed))
         factors = sample_shapes_factors(N_EVAL_SHAPES, rho=0.0, random_state=rng)
-        X_eval = render_shapes(factors).reshape(N_EVAL_SHAPES, -1)
-        return StudyData(train, X_eval, factors), seed
+        X_eval = render_shapes(factors, image_size=config.image_size)
+        raw = train.params["factors"]  # standardised like the training factors
+        Z_eval = (factors - raw.mean(axis=0)) / raw.std(axis=0)
+        return StudyData(train, X_eval.reshape(N_EVAL_SHAPES, -1), Z_eval), seed
     from identrep.datasets import make_sparse_tasks
 
     extra = {} if config.mixing is None else {"mixing": config.mixing}
@@ -318,9 +335,11 @@ def linear_r(Z: np.ndarray, Z_hat: np.ndarray) -> float:
 
 
 def _conv_extractor(p: int, d: int):
+    """The authors' conv encoder for square RGB images of p = 3 s^2 values."""
     from identrep.models.nn.conv import ConvEncoder
 
-    return ConvEncoder(d)
+    side = int(round((p / 3) ** 0.5))
+    return ConvEncoder(d, image_shape=(side, side, 3))
 
 
 def _kwargs_for(cls, **settings) -> dict:

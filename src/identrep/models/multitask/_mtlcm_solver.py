@@ -14,12 +14,8 @@ from identrep.models.multitask._ajd import (
     bounded_variance_criterion,
     minimize_unmixing,
 )
-from identrep.models.multitask._likelihoods import (
-    mtlcm_latent_nll,
-    mtlcm_latent_statistics,
-    mtlcm_optimal_indicators,
-    mtlcm_optimal_slopes,
-)
+from identrep.models.multitask._likelihoods import mtlcm_optimal_slopes
+from identrep.models.multitask._mtlcm_objective import ProfiledObjective
 from identrep.models.multitask._stats import TaskStats
 
 __all__ = ["jd_init", "preconditioner", "random_init", "refine", "stats_to_torch"]
@@ -100,29 +96,19 @@ def refine(A0, tens, n_total, sigma_s, sigma_obs, max_iter, tol, dev, T=None):
     """
     p, d = A0.shape
     n, Sxx, sxy, syy = tens
-    state = {}
     if T is None:
         T = np.eye(p)
     Tt = torch.as_tensor(T, dtype=torch.float64, device=dev)
     theta0 = np.linalg.solve(T, A0)
+    objective = ProfiledObjective(n, Sxx, sxy, syy, sigma_s, sigma_obs)
 
     def fg(a):
         theta = torch.as_tensor(a, dtype=torch.float64, device=dev).view(p, d)
-        theta.requires_grad_()
-        A = Tt @ theta
         try:
-            P, extra, logdet, G = mtlcm_latent_statistics(A, Sxx, sxy, syy)
-            with torch.no_grad():
-                c = mtlcm_optimal_indicators(
-                    n, P.detach(), G.detach(), sigma_s, sigma_obs, c0=state.get("c")
-                )
-            f = mtlcm_latent_nll(c, n, P, extra, logdet, G, p, sigma_s, sigma_obs)
-            f = f.sum() / n_total
+            f, gA, _ = objective(Tt @ theta)
         except torch.linalg.LinAlgError:
             return np.inf, np.zeros_like(a)
-        (g,) = torch.autograd.grad(f, theta)
-        state["c"] = c
-        return float(f.detach()), g.cpu().numpy().ravel()
+        return f, (Tt.T @ gA).cpu().numpy().ravel()
 
     # L-BFGS-B, restarted with fresh curvature memory when its line search stalls
     # while still improving (rounding noise of the inner solves can stall it)
@@ -148,16 +134,15 @@ def refine(A0, tens, n_total, sigma_s, sigma_obs, max_iter, tol, dev, T=None):
         if n_iter >= max_iter:
             break
     A = Tt @ torch.as_tensor(x, dtype=torch.float64, device=dev).view(p, d)
-    with torch.no_grad():
-        P, extra, logdet, G = mtlcm_latent_statistics(A, Sxx, sxy, syy)
-        c = mtlcm_optimal_indicators(n, P, G, sigma_s, sigma_obs, c0=state.get("c"))
-        nll = mtlcm_latent_nll(c, n, P, extra, logdet, G, p, sigma_s, sigma_obs)
-        m = mtlcm_optimal_slopes(A, c, sxy, syy, sigma_s, sigma_obs)
+    f, _, v = objective(A, grad=False)
+    lo = sigma_s**2
+    c = ((v - lo) / (1.0 - lo)).clamp(0.0, 1.0)
+    m = mtlcm_optimal_slopes(A, c, sxy, syy, sigma_s, sigma_obs)
     return {
         "A": A.cpu().numpy().copy(),
         "c": c.cpu().numpy(),
         "m": m.cpu().numpy(),
-        "nll": float(nll.sum()) / n_total,
+        "nll": f,
         "n_iter": n_iter,
         "converged": _converged(res),
         "message": stop_reason(res.message),

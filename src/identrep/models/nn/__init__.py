@@ -35,3 +35,12 @@ from identrep.models.nn.icarl import TaskExpFamPrior  # noqa: E402
 from identrep.models.nn.vae import TaskPrior, Whiten  # noqa: E402
 
 __all__ += ["TaskExpFamPrior", "TaskPrior", "Whiten"]
+
+# variational sparse coding and the OI-VAE
+from identrep.models.nn.sparse_coding import (  # noqa: E402
+    GroupedDecoder,
+    OIVAEModule,
+    VSCModule,
+)
+
+__all__ += ["GroupedDecoder", "OIVAEModule", "VSCModule"]

@@ -3,12 +3,13 @@ decoder and the module that holds encoder, decoder and the SSL state.
 
 Feature j is generated from its own masked copy of z, ``h_j = g(w_j * z)``, through a
 shared network g and a per-feature output head, ``out_j = a_j . h_j + c_j``. The
-decoder computes every feature at once: the masked inputs of a block of features form
-a (batch, features, n_latents) tensor that goes through g as batched matrix products
-and through the heads as one batched contraction -- no Python loop over features.
-Blocks of features (``chunk_size``) bound the memory; under autograd each block is
-checkpointed (its activations recomputed in the backward pass) when there is more
-than one, so training memory stays at one block's activations.
+decoder is one autograd node
+(:func:`~identrep.models.nn._masked_kernel.masked_decoder`): for a block of features
+the masked first layer is a single GEMM, the shared layers GEMMs over (batch x
+features) rows and the heads one batched contraction -- no Python loop over
+features. Blocks of features (``chunk_size``) are sized to stay in cache; the
+backward recomputes each block and applies a hand-written chain rule, so training
+memory is one block's activations whatever the number of features.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
-from torch.utils.checkpoint import checkpoint
 
+from identrep.models.nn._masked_kernel import BLOCK_ELEMENTS, masked_decoder
 from identrep.models.nn.mlp import ACTIVATIONS, Standardize
 from identrep.models.nn.vae import GaussianEncoder
 
@@ -27,9 +28,6 @@ __all__ = ["LIKELIHOODS", "MaskedFeatureDecoder", "SparseVAEModule"]
 
 #: Observation models of the Sparse VAE.
 LIKELIHOODS = ("gaussian", "bernoulli", "categorical")
-
-#: Default bound on the hidden activations of one feature block (elements).
-_CHUNK_ELEMENTS = 2**24
 
 
 class MaskedFeatureDecoder(nn.Module):
@@ -48,8 +46,8 @@ class MaskedFeatureDecoder(nn.Module):
         Widths of g (at least one layer).
     activation : str, default="relu"
     chunk_size : int, optional
-        Features per block; default so that one block's hidden activations hold at
-        most 2**24 elements (``batch * chunk * max(hidden_sizes)``).
+        Features per block; default so that one block's hidden activations hold
+        about 2**18 elements (``batch * chunk * max(hidden_sizes)``).
 
     Examples
     --------
@@ -65,6 +63,7 @@ class MaskedFeatureDecoder(nn.Module):
         hidden_sizes: Sequence[int] = (50, 50),
         activation: str = "relu",
         chunk_size: int | None = None,
+        unit_first: bool = False,
     ):
         super().__init__()
         hidden = tuple(int(h) for h in hidden_sizes)
@@ -78,6 +77,8 @@ class MaskedFeatureDecoder(nn.Module):
             nn.Linear(i, o) for i, o in zip(hidden[:-1], hidden[1:], strict=True)
         )
         self.act = ACTIVATIONS[activation]()
+        self.activation = activation
+        self._slope = float(getattr(self.act, "negative_slope", 0.01))
         bound = 1.0 / math.sqrt(hidden[-1])
         self.head_weight = nn.Parameter(
             torch.empty(self.n_features, hidden[-1]).uniform_(-bound, bound)
@@ -86,10 +87,39 @@ class MaskedFeatureDecoder(nn.Module):
             torch.empty(self.n_features).uniform_(-bound, bound)
         )
         self._width = max(hidden)
+        # fixed column norms of the first layer: the scale of latent k's effect
+        # is then carried by the masks W[:, k] alone (no rescaling of W against
+        # the first layer can lower the SSL penalty)
+        self.unit_first = bool(unit_first)
+        self.register_buffer(
+            "first_norm", self.first.weight.detach().norm(dim=0).mean().reshape(1)
+        )
+        self.register_buffer(
+            "rest_norms",
+            torch.stack([lay.weight.detach().norm() for lay in self.rest])
+            if len(self.rest)
+            else torch.zeros(0),
+        )
+
+    def shared_weights(self) -> tuple[Tensor, list[tuple[Tensor, Tensor]]]:
+        """The first layer's weight V (H1, n_latents) and the later layers'
+        (weight, bias); with ``unit_first`` V's columns have a fixed norm and
+        every later weight a fixed Frobenius norm (their values at init)."""
+        V = self.first.weight
+        rest = [(lay.weight, lay.bias) for lay in self.rest]
+        if not self.unit_first:
+            return V, rest
+        V = V * (self.first_norm / V.norm(dim=0, keepdim=True).clamp_min(1e-12))
+        rest = [
+            (w * (n / w.norm().clamp_min(1e-12)), b)
+            for (w, b), n in zip(rest, self.rest_norms, strict=True)
+        ]
+        return V, rest
 
     def _block(self, z: Tensor, W: Tensor, A: Tensor, c: Tensor) -> Tensor:
         """Outputs (batch, f) of a block of f features with masks W (f, K), head
-        weights A (f, H) and biases c (f,)."""
+        weights A (f, H) and biases c (f,), through autograd (the reference of
+        :func:`~identrep.models.nn._masked_kernel.masked_decoder`)."""
         h = self.act(self.first(z[:, None, :] * W))  # (B, f, H1)
         for layer in self.rest:
             h = self.act(layer(h))
@@ -99,27 +129,22 @@ class MaskedFeatureDecoder(nn.Module):
         """Features per block for a batch of ``batch`` rows."""
         if self.chunk_size is not None:
             return max(1, self.chunk_size)
-        return max(1, _CHUNK_ELEMENTS // max(1, batch * self._width))
+        return max(1, BLOCK_ELEMENTS // max(1, batch * self._width))
 
     def forward(self, z: Tensor) -> Tensor:
         """Per-feature outputs (means or logits) of shape (batch, n_features)."""
-        step = self.block_size(z.shape[0])
-        if step >= self.n_features:
-            return self._block(z, self.W, self.head_weight, self.head_bias)
-        recompute = torch.is_grad_enabled()
-        outs = []
-        for s in range(0, self.n_features, step):
-            args = (
-                z,
-                self.W[s : s + step],
-                self.head_weight[s : s + step],
-                self.head_bias[s : s + step],
-            )
-            if recompute:
-                outs.append(checkpoint(self._block, *args, use_reentrant=False))
-            else:
-                outs.append(self._block(*args))
-        return torch.cat(outs, dim=1)
+        V, rest = self.shared_weights()
+        return masked_decoder(
+            z,
+            self.W,
+            V,
+            rest,
+            self.head_weight,
+            self.head_bias,
+            self.activation,
+            self._slope,
+            self.block_size(z.shape[0]) * z.shape[0] * self._width,
+        )
 
 
 class SparseVAEModule(nn.Module):
@@ -144,6 +169,9 @@ class SparseVAEModule(nn.Module):
         Learn the Gaussian per-feature log-variance (initialised at
         ``log(obs_var)``), or keep it fixed.
     obs_var : float, default=1.0
+    learn_prior_corr : bool, default=False
+        Learn the correlation matrix Sigma of the prior z ~ N(0, Sigma)
+        (:meth:`prior_scale_tril`); False keeps Sigma = I.
     """
 
     def __init__(
@@ -155,6 +183,7 @@ class SparseVAEModule(nn.Module):
         x_scale: Tensor,
         learn_var: bool = True,
         obs_var: float = 1.0,
+        learn_prior_corr: bool = False,
     ):
         super().__init__()
         if likelihood not in LIKELIHOODS:
@@ -171,6 +200,18 @@ class SparseVAEModule(nn.Module):
             self.register_buffer("log_var", init)
         self.register_buffer("p_star", torch.full((G, K), 0.5))
         self.register_buffer("eta", torch.full((K,), 0.5))
+        # z ~ N(0, Sigma), Sigma = L L^T a correlation matrix (the paper's Eq. 1);
+        # L's rows are a free lower-triangular matrix's rows normalised to unit
+        # length, initialised at the identity (Sigma = I, the paper's setting)
+        self.prior_tril_raw = nn.Parameter(torch.eye(K)) if learn_prior_corr else None
+
+    def prior_scale_tril(self) -> Tensor | None:
+        """Cholesky factor L (n_latents, n_latents) of the prior correlation
+        matrix Sigma = L L^T (unit diagonal), or None for Sigma = I."""
+        if self.prior_tril_raw is None:
+            return None
+        L = torch.tril(self.prior_tril_raw)
+        return L / L.norm(dim=1, keepdim=True)
 
     def target(self, x: Tensor) -> Tensor:
         """What the decoder reconstructs: standardised x (Gaussian) or raw x."""

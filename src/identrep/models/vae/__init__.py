@@ -1,5 +1,6 @@
-"""The VAE family: the plain VAE, the beta-VAE, the Sparse VAE and the conditional
-VAEs with identifiable priors (iVAE, MT-iVAE, iCaRL, MT-iCaRL).
+"""The VAE family: the plain VAE, the beta-VAE, the Sparse VAE, variational sparse
+coding (VSC), the OI-VAE and the conditional VAEs with identifiable priors (iVAE,
+MT-iVAE, iCaRL, MT-iCaRL).
 
 Layers: pure ELBO terms in ``_elbo`` (and ``_icarl_loss``, ``_score_matching``),
 ``nn.Module``s in :mod:`identrep.models.nn.vae` and :mod:`identrep.models.nn.icarl`,
@@ -10,7 +11,19 @@ estimators on the base classes ``_base.BaseVAE`` (unconditional) and
 from identrep.models.vae.beta_vae import BetaVAE
 from identrep.models.vae.icarl import ICaRL, MTICaRL
 from identrep.models.vae.ivae import IVAE, MTIVAE
+from identrep.models.vae.oivae import OIVAE
 from identrep.models.vae.sparse_vae import SparseVAE
 from identrep.models.vae.vae import VAE
+from identrep.models.vae.vsc import VSC
 
-__all__ = ["IVAE", "MTIVAE", "VAE", "BetaVAE", "ICaRL", "MTICaRL", "SparseVAE"]
+__all__ = [
+    "IVAE",
+    "MTIVAE",
+    "VAE",
+    "BetaVAE",
+    "ICaRL",
+    "MTICaRL",
+    "SparseVAE",
+    "VSC",
+    "OIVAE",
+]

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "inv_gamma_log_prob",
+    "kl_to_correlated_prior",
     "noise_prior_scale",
     "observation_log_prob",
     "sparse_vae_loss",
@@ -229,6 +230,37 @@ def noise_prior_scale(
     return q * float(gamma.ppf(1.0 - prob, df / 2.0))
 
 
+def kl_to_correlated_prior(mean: Tensor, log_var: Tensor, scale_tril: Tensor) -> Tensor:
+    """KL(N(mean, diag(exp(log_var))) || N(0, Sigma)) per row, Sigma = L L^T.
+
+    The paper's Eq. 59 (Appendix B.2)::
+
+        0.5 [tr(Sigma^-1 diag(s^2)) + mean^T Sigma^-1 mean - K + log det Sigma
+             - sum_k log s_k^2],
+
+    with ``Sigma^-1 = L^-T L^-1`` from one triangular solve, so
+    ``tr(Sigma^-1 diag(s^2)) = sum_k s_k^2 ||L^-1 e_k||^2`` and
+    ``mean^T Sigma^-1 mean = ||L^-1 mean||^2``.
+
+    Parameters
+    ----------
+    mean, log_var : Tensor of shape (batch, n_latents)
+    scale_tril : Tensor of shape (n_latents, n_latents)
+        Lower-triangular L with a positive diagonal.
+
+    Returns
+    -------
+    Tensor of shape (batch,)
+    """
+    K = mean.shape[-1]
+    eye = torch.eye(K, dtype=mean.dtype, device=mean.device)
+    Linv = torch.linalg.solve_triangular(scale_tril, eye, upper=False)
+    trace = (log_var.exp() * Linv.square().sum(0)).sum(-1)
+    maha = (mean @ Linv.T).square().sum(-1)
+    logdet = 2.0 * torch.log(torch.diagonal(scale_tril)).sum()
+    return 0.5 * (trace + maha - K + logdet - log_var.sum(-1))
+
+
 def observation_log_prob(likelihood: str, x: Tensor, out: Tensor, log_var: Tensor):
     """log p(x | z) per row for the decoder output ``out`` (batch, n_features).
 
@@ -255,6 +287,7 @@ def sparse_vae_loss(
     lambda0: float,
     lambda1: float,
     noise_prior: tuple[float, float] | None = None,
+    penalty_weight: float = 1.0,
 ) -> tuple[Tensor, int]:
     """The Sparse VAE objective per datum, with one reparameterised z per row.
 
@@ -273,6 +306,11 @@ def sparse_vae_loss(
     lambda0, lambda1 : float
     noise_prior : (shape, scale), optional
         Inverse-gamma prior of the Gaussian noise variances (None: flat).
+    penalty_weight : float, default=1.0
+        Multiplies the W penalty (0 during the SSL warm-up).
+
+    The KL is to N(0, I), or to N(0, Sigma) when the module learns the prior
+    correlation (:func:`kl_to_correlated_prior`).
 
     Returns
     -------
@@ -286,10 +324,16 @@ def sparse_vae_loss(
     rec = observation_log_prob(
         module.likelihood, module.target(batch.x), out, module.log_var
     )
-    kl = kl_diag_gaussians(
-        mean, log_var, torch.zeros_like(mean), torch.zeros_like(mean)
+    L = module.prior_scale_tril()
+    if L is None:
+        kl = kl_diag_gaussians(
+            mean, log_var, torch.zeros_like(mean), torch.zeros_like(mean)
+        )
+    else:
+        kl = kl_to_correlated_prior(mean, log_var, L)
+    reg = penalty_weight * ssl_penalty(
+        module.decoder.W, module.p_star, lambda0, lambda1
     )
-    reg = ssl_penalty(module.decoder.W, module.p_star, lambda0, lambda1)
     if noise_prior is not None and module.likelihood == "gaussian":
         reg = reg - inv_gamma_log_prob(module.log_var.exp(), *noise_prior)
     return (kl - rec).mean() + reg / n_data, batch.x.shape[0]

@@ -67,6 +67,12 @@ class SSLObjective:
         self.a, self.legacy = float(est.a), bool(est.legacy_estep)
         self.b = None if est.b is None else float(est.b)
         self.n_data, self.noise_prior = int(n_data), noise_prior
+        self.mult = float(getattr(est, "_penalty_mult", 1.0))
+        per_epoch = -(-int(n_data) // int(est.batch_size))
+        self.warmup_steps = round(
+            float(est.ssl_warmup) * int(est.max_epochs) * per_epoch
+        )
+        self.step = 0
 
     def e_step(self, module: SparseVAEModule) -> None:
         with torch.no_grad():
@@ -79,8 +85,11 @@ class SSLObjective:
             module.eta.copy_(ssl_update_eta(p, self.a, b))
 
     def __call__(self, module: SparseVAEModule, batch: VAEBatch):
+        warm = self.step < self.warmup_steps
         if module.training:
-            self.e_step(module)
+            self.step += 1
+            if not warm:
+                self.e_step(module)
         return sparse_vae_loss(
             module,
             batch,
@@ -88,6 +97,7 @@ class SSLObjective:
             lambda0=self.lambda0,
             lambda1=self.lambda1,
             noise_prior=self.noise_prior,
+            penalty_weight=0.0 if warm else self.mult,
         )
 
 
@@ -185,6 +195,8 @@ class SparseVAE(BaseVAE):
         "noise_df": [_POS, None],
         "chunk_size": [Interval(Integral, 1, None, closed="left"), None],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
+        "prior_corr": [StrOptions({"identity", "learned"})],
+        "ssl_warmup": [Interval(Real, 0, 1, closed="both")],
     }
 
     def __init__(
@@ -198,6 +210,8 @@ class SparseVAE(BaseVAE):
         b: float | None = None,
         legacy_estep: bool = False,
         noise_df: float | None = 3.0,
+        prior_corr: str = "identity",
+        ssl_warmup: float = 0.0,
         encoder: str = "mlp",
         hidden_sizes=(50, 50),
         activation: str = "relu",
@@ -224,6 +238,8 @@ class SparseVAE(BaseVAE):
         self.b = b
         self.legacy_estep = legacy_estep
         self.noise_df = noise_df
+        self.prior_corr = prior_corr
+        self.ssl_warmup = ssl_warmup
         self.encoder = encoder
         self.hidden_sizes = hidden_sizes
         self.activation = activation
@@ -326,7 +342,12 @@ class SparseVAE(BaseVAE):
             n_features, 0, int(self.n_latents), enc_hidden, self.activation
         )
         decoder = MaskedFeatureDecoder(
-            int(self.n_latents), n_features, hidden, self.activation, self.chunk_size
+            int(self.n_latents),
+            n_features,
+            hidden,
+            self.activation,
+            self.chunk_size,
+            unit_first=bool(getattr(self, "_unit_first", False)),
         )
         learned = isinstance(self.decoder_var, str)
         return SparseVAEModule(
@@ -337,6 +358,7 @@ class SparseVAE(BaseVAE):
             torch.as_tensor(x_scale),
             learn_var=learned,
             obs_var=1.0 if learned else float(self.decoder_var),
+            learn_prior_corr=self.prior_corr == "learned",
         )
 
     def _make_loss(self, n_train: int):

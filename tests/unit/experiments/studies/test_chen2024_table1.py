@@ -27,3 +27,23 @@ def test_reference_mixing_is_the_authors_draw():
     np.testing.assert_array_equal(data.mixing, reference_mixing(3, "random", 3))
     seeded, _ = make_data(dataclasses.replace(SMALL, seed=3, mixing_source="seeded"))
     assert not np.allclose(seeded.mixing, data.mixing)
+
+
+def test_multitask_baselines_get_their_own_settings():
+    from identrep.experiments.studies._chen2024 import baseline_estimator
+    from identrep.experiments.studies.chen2024_table1 import (
+        BASELINE_SETTINGS,
+        MT_BASELINE_SETTINGS,
+    )
+
+    def est(model, **over):
+        config = dataclasses.replace(SMALL, model=model, **over)
+        return baseline_estimator(config, 0, BASELINE_SETTINGS, MT_BASELINE_SETTINGS)
+
+    mt = est("MT-iVAE")
+    assert (mt.task_prior, mt.whiten, mt.decoder_var) == ("free", "zca", "learned")
+    assert (mt.lr, mt.max_epochs, mt.encoder) == (1e-2, 200, "linear")
+    assert est("MT-iVAE", max_epochs=10).max_epochs == 10  # --quick caps
+    assert est("MT-iCaRL").whiten == "zca" and est("MT-iCaRL").max_epochs == 100
+    single = est("iVAE")  # the single-task rows keep the shared settings
+    assert (single.lr, single.decoder_var, single.max_epochs) == (1e-3, 0.01, 100)

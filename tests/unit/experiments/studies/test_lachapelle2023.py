@@ -27,7 +27,7 @@ def test_grid_is_three_one_factor_sweeps_around_a_base_point():
     study = get_study("lachapelle2023")
     assert study.models == LACHAPELLE_MODELS
     grid = study.grid(seeds=2)
-    assert len(grid) == 5 * (6 + 5 + 5) * 2
+    assert len(grid) == 5 * (6 + 5 + 6) * 2
     for c in grid:
         assert c.data == "synthetic" and (c.n_tasks, c.n_samples) == (500, 50)
         field, values = lach.SWEEPS[c.sweep]
@@ -105,7 +105,8 @@ def test_shapes_data_and_a_real_mtrn_fit(monkeypatch):
     monkeypatch.setattr(lach, "N_EVAL_SHAPES", 20)
     config = SparseMTLConfig(model="MTRN", data="shapes", **TINY)
     data, _ = lach.make_data(config)
-    assert data.train.X.shape == (18, 64 * 64 * 3) and data.X_eval.shape[0] == 20
+    size = lach.SHAPES_IMAGE_SIZE
+    assert data.train.X.shape == (18, size * size * 3) and data.X_eval.shape[0] == 20
     assert abs(np.corrcoef(data.Z_eval.T)[0, 1]) < 0.6  # independent factors
     est = lach._estimator(config, 0)
     assert est.extractor is lach._conv_extractor and est.max_epochs == 1
@@ -156,7 +157,7 @@ def test_report_plumbing_with_stub_learners(tmp_path, monkeypatch):
     configs = [dataclasses.replace(c, **TINY) for c in configs]
     recs = run_sweep(configs, tmp_path, progress=False)
     df, text = write_report(tmp_path)
-    assert len(recs) == len(configs) == 5 * (6 + 5) * 2
+    assert len(recs) == len(configs) == 5 * (6 + 6) * 2
     res = pd.read_csv(tmp_path / "results.csv")
     assert {"rho_pct", "noise_pct", "support_pct", "sweep", "mcc"} <= set(res.columns)
     assert "correlation sweep" in text and "support sweep" in text

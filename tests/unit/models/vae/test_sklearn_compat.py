@@ -22,7 +22,17 @@ import pytest
 import sklearn
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from identrep.models.vae import IVAE, MTIVAE, VAE, BetaVAE, ICaRL, MTICaRL, SparseVAE
+from identrep.models.vae import (
+    IVAE,
+    MTIVAE,
+    OIVAE,
+    VAE,
+    VSC,
+    BetaVAE,
+    ICaRL,
+    MTICaRL,
+    SparseVAE,
+)
 
 if tuple(int(v) for v in sklearn.__version__.split(".")[:2]) < (1, 6):
     pytest.skip(
@@ -94,6 +104,8 @@ ESTIMATORS = [
     MTICaRL(**TINY, **ICARL),
     BetaVAE(**TINY),
     SparseVAE(**TINY),
+    VSC(**TINY),
+    OIVAE(**TINY),
 ]
 
 

@@ -1,0 +1,277 @@
+"""Moran et al. (TMLR 2022), Section 2.2 and Figure 3: recovering two correlated
+factors from the 7-feature sparse process (``moran2022_synthetic``).
+
+Data: :func:`~identrep.datasets.make_sparse_factors` (x1..x7 of Eq. 9, noise sd
+0.5) with factor correlation rho in {0, 0.2, 0.4, 0.6, 0.8}; 1,000 training points;
+a fresh 2,000-point sample scores the representation. Models: the Sparse VAE, the
+VAE and the beta-VAE (beta = 4), each with 2 latents, hidden (50, 50), batch 100,
+Adam at 1e-2, 200 epochs and the same step-size schedule (the Sparse VAE's
+defaults).
+
+Metrics: DCI (Eastwood and Williams, 2018) with gradient-boosted-tree importances,
+fitted on 1,000 of the fresh points and evaluated (informativeness) on the other
+1,000 (the authors' script uses 16); for the Sparse VAE, the support of its masks
+(``support_``) against the true 7 x 2 support, columns matched through the latents
+(support F-score, exact support, rows with no factor).
+
+The paper shows these numbers as a figure only; beside ours the report prints the
+DCI-D that the authors' code reached on this machine (same generator, 10 seeds,
+2,000 evaluation points), stored as the "published" numbers of this study.
+Configuration fields that are fractions are integer percentages (``rho_pct=40``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from identrep.experiments.configs import StudyConfig
+from identrep.experiments.registry import PlotSpec, ReportSpec, Study, register_study
+from identrep.experiments.studies._lachapelle2023 import check_fields, seed_list
+from identrep.utils.seeding import derive_seed
+
+__all__ = ["MORAN_MODELS", "RHO_PCTS", "SparseFactorConfig", "grid"]
+
+#: Models compared, in report order.
+MORAN_MODELS = ("Sparse VAE", "VAE", "beta-VAE")
+#: Factor correlations x100 of Figure 3.
+RHO_PCTS = (0, 20, 40, 60, 80)
+#: ``--quick``: two correlations, one seed, 30 epochs (minutes on 2 cores).
+QUICK_RHO_PCTS = (0, 60)
+QUICK_EPOCHS = 30
+#: Shared architecture and optimiser of the three models (the Sparse VAE's
+#: defaults; ``lr_schedule`` is taken from the SparseVAE class default).
+SHARED = dict(
+    hidden_sizes=(50, 50),
+    activation="relu",
+    decoder_var="learned",
+    lr=1e-2,
+    batch_size=100,
+    patience=None,
+    val_fraction=0.0,
+)
+BETA = 4.0
+
+
+@dataclass(frozen=True)
+class SparseFactorConfig(StudyConfig):
+    """One run: a correlation, a model and a seed.
+
+    Attributes
+    ----------
+    table : str
+    model : str
+        One of :data:`MORAN_MODELS`.
+    rho_pct : int
+        Factor correlation x100 (0..95).
+    n_train : int
+        Training points (the paper: 1,000).
+    n_eval : int
+        Fresh points for DCI: half fit the regressors, half score them.
+    n_latents : int
+        Latents of every model (the true number is 2).
+    max_epochs : int or None
+        Epoch budget (None: 200, the paper's).
+    seed : int
+    """
+
+    table: str = "moran2022_synthetic"
+    model: str = "Sparse VAE"
+    rho_pct: int = 0
+    n_train: int = 1000
+    n_eval: int = 2000
+    n_latents: int = 2
+    max_epochs: int | None = None
+    seed: int = 0
+
+    def __post_init__(self):
+        self._check_model()
+        check_fields(self, ("n_train", "n_eval", "n_latents"), ())
+        if not isinstance(self.rho_pct, (int, np.integer)) or not (
+            0 <= self.rho_pct <= 95
+        ):
+            raise ValueError(
+                f"rho_pct must be an integer percentage in [0, 95]; got "
+                f"{self.rho_pct!r}."
+            )
+        if self.n_eval < 4:
+            raise ValueError(f"n_eval must be >= 4; got {self.n_eval}.")
+        if self.max_epochs is not None and self.max_epochs < 1:
+            raise ValueError(f"max_epochs must be >= 1 or None; got {self.max_epochs}.")
+
+    def data_key(self) -> tuple:
+        return (self.table, self.rho_pct, self.n_train, self.n_eval, self.seed)
+
+    def model_seed(self) -> int:
+        return derive_seed(
+            "model", self.model, self.n_latents, self.max_epochs, *self.data_key()
+        )
+
+    def describe(self) -> str:
+        return f"rho={self.rho_pct / 100:.1f}"
+
+    @property
+    def run_id(self) -> str:
+        name = self.model.replace(" ", "")
+        return f"{self.table}-{name}-r{self.rho_pct}-s{self.seed}-{self.digest()}"
+
+
+def grid(
+    seeds=10, quick: bool = False, models=MORAN_MODELS, rhos=None, n_latents: int = 2
+) -> list[SparseFactorConfig]:
+    """One run per (model, rho, seed); ``quick``: rho in {0, 0.6}, one seed and
+    :data:`QUICK_EPOCHS` epochs."""
+    if rhos is None:
+        rhos = QUICK_RHO_PCTS if quick else RHO_PCTS
+    seeds_ = seed_list(seeds)[:1] if quick else seed_list(seeds)
+    return [
+        SparseFactorConfig(
+            model=m,
+            rho_pct=int(r),
+            n_latents=int(n_latents),
+            max_epochs=QUICK_EPOCHS if quick else None,
+            seed=s,
+        )
+        for m, r, s in itertools.product(models, rhos, seeds_)
+    ]
+
+
+@dataclass(frozen=True)
+class FactorData:
+    """Training data and the fresh evaluation sample of one configuration."""
+
+    train: object
+    test: object
+
+
+def make_data(config: SparseFactorConfig) -> tuple[FactorData, int]:
+    from identrep.datasets import make_sparse_factors
+
+    seed = derive_seed("data", *config.data_key())
+    rho = config.rho_pct / 100
+    train = make_sparse_factors(config.n_train, rho=rho, random_state=seed)
+    test = make_sparse_factors(
+        config.n_eval, rho=rho, random_state=derive_seed("eval", seed)
+    )
+    return FactorData(train, test), seed
+
+
+def _estimator(config: SparseFactorConfig, model_seed: int):
+    from identrep.models.vae import VAE, BetaVAE, SparseVAE
+
+    epochs = 200 if config.max_epochs is None else int(config.max_epochs)
+    schedule = SparseVAE().lr_schedule
+    kw = dict(SHARED, max_epochs=epochs, lr_schedule=schedule, random_state=model_seed)
+    if config.model == "Sparse VAE":
+        return SparseVAE(config.n_latents, max_epochs=epochs, random_state=model_seed)
+    if config.model == "VAE":
+        return VAE(config.n_latents, **kw)
+    return BetaVAE(config.n_latents, beta=BETA, **kw)
+
+
+def fit_and_score(config, data: FactorData, model_seed: int, artifacts=None) -> dict:
+    """Fit on the training points; DCI on the fresh sample; support metrics for
+    the Sparse VAE."""
+    from identrep.metrics import dci, match_latents, support_recovery
+
+    model = _estimator(config, model_seed)
+    t0 = time.perf_counter()
+    model.fit(data.train.X)
+    fit_seconds = time.perf_counter() - t0
+    Z_hat = model.transform(data.test.X)
+    half = config.n_eval // 2
+    scores = dci(data.test.Z, Z_hat, n_test=half, random_state=0)
+    out = {
+        "dci_d": scores["disentanglement"],
+        "dci_c": scores["completeness"],
+        "dci_i": scores["informativeness"],
+    }
+    if hasattr(model, "support_"):
+        matching = match_latents(data.test.Z, Z_hat)
+        sup = support_recovery(data.train.support, model.support_, matching=matching)
+        out.update(
+            support_f=sup["f_score"],
+            exact_support=sup["exact"],
+            empty_rows=float(sup["empty_rows"]),
+        )
+    out["fit_seconds"] = fit_seconds
+    return out
+
+
+_NOTE = (
+    "The paper shows the synthetic results as a figure (Figure 3b, DCI "
+    "disentanglement against rho). The numbers beside ours are anchors measured "
+    "on this machine with the authors' code (same generator, 10 seeds, DCI on "
+    "2,000 points), not read off the figure; their std was not recorded (nan). "
+    "The authors' Sparse VAE recovered the exact true support in 1 of 50 runs "
+    "and zeroed a whole row of W in 9 of 50."
+)
+
+
+def _intro(runs) -> str:
+    text = "rho_pct: factor correlation x100. " + _NOTE
+    if "max_epochs" in runs and runs["max_epochs"].notna().any():
+        caps = sorted({int(e) for e in runs["max_epochs"].dropna()})
+        text += (
+            f" Quick run: {', '.join(map(str, caps))} epochs (paper: 200), "
+            f"{runs['seed'].nunique()} seed(s); not comparable to the anchors."
+        )
+    return text
+
+
+STUDY = register_study(
+    Study(
+        name="moran2022_synthetic",
+        title=(
+            "Moran et al. (2022) Figure 3: DCI and support recovery on the "
+            "7-feature sparse process, against the factor correlation"
+        ),
+        make_grid=grid,
+        make_data=make_data,
+        fits={m: fit_and_score for m in MORAN_MODELS},
+        published="moran2022_synthetic_dci.csv",
+        progress=(("dci_d", "DCI-D"),),
+        report=ReportSpec(
+            columns=(
+                "table",
+                "model",
+                "seed",
+                "rho_pct",
+                "n_train",
+                "n_eval",
+                "n_latents",
+                "max_epochs",
+            ),
+            sort=("rho_pct",),
+            group=("rho_pct", "n_latents", "max_epochs"),
+            keys=("rho_pct",),
+            metrics=(
+                ("dci_d", "DCI-D", 100),
+                ("dci_c", "DCI-C", 100),
+                ("dci_i", "DCI-I (NRMSE)", 100),
+                ("support_f", "support F", 100),
+                ("exact_support", "exact support", 100),
+                ("empty_rows", "empty rows", 1),
+                ("fit_seconds", "fit s", 1),
+            ),
+            compare=(("dci_d", None, "anchor DCI-D"),),
+            main="dci_d",
+            intro=_intro,
+            footnote=(
+                "DCI with gradient-boosted-tree importances, regressors fitted on "
+                "half of a fresh sample and informativeness (normalised RMSE, 0 "
+                "is perfect) on the other half. Support: the Sparse VAE's "
+                "support_ (inclusion probability > 0.5) against the true 7 x 2 "
+                "support, its columns matched to the factors through the latents "
+                "(Hungarian on |correlation|); exact support as a percentage of "
+                "seeds; empty rows: features assigned no factor. Std over seeds "
+                "with ddof=0."
+            ),
+            plots=(PlotSpec(metrics=("dci_d",)), PlotSpec(metrics=("support_f",))),
+        ),
+        comparable=("n_train", "n_eval"),
+    )
+)
