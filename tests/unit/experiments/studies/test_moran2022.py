@@ -4,6 +4,8 @@ stand-in data (the real data sets take minutes per run)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -277,3 +279,44 @@ def test_cli_without_movielens_exits_2_with_the_install_hint(
     assert "pip install --no-deps recbole" in err and str(tmp_path) in err
     assert main(["reproduce", "moran2022_table4", "--n-latents", "0", "--dry-run"]) == 2
     assert "--n-latents must be a positive integer" in capsys.readouterr().err
+
+
+def test_estimators_by_class_name_with_the_studys_budget():
+    cfg = _tiny("NMF", "moran2022_table1b", n_latents=4)
+    nmf = mo.make_estimator(cfg, 7, "categorical")
+    # NMF calls the multinomial likelihood by its own name and has no networks
+    assert (nmf.n_latents, nmf.likelihood, nmf.random_state) == (4, "multinomial", 7)
+    vsc = mo.make_estimator(_tiny("VSC", "moran2022_table1b"), 7, "categorical")
+    assert vsc.likelihood == "categorical" and tuple(vsc.hidden_sizes) == (8, 8)
+    assert (vsc.max_epochs, vsc.batch_size, vsc.lr) == (2, 16, 1e-2)
+    lda = mo.make_estimator(_tiny("LDA", "moran2022_table1b"), 7, "categorical")
+    assert lda.n_latents == 3
+    with pytest.raises(ValueError, match="has no likelihood parameter"):
+        mo.make_estimator(_tiny("LDA", "moran2022_table1b"), 7, "gaussian")
+    with pytest.raises(ValueError, match="does not offer a bernoulli likelihood"):
+        mo.make_estimator(cfg, 7, "bernoulli")
+    monkey = dataclasses.replace(cfg)
+    object.__setattr__(monkey, "model", "PCA")
+    with pytest.raises(ValueError, match="identrep.models has no PCA"):
+        mo.make_estimator(monkey, 7, "gaussian")
+
+
+def test_dense_input_only_where_sparse_is_not_declared():
+    X = sp.csr_matrix(np.eye(3, dtype=np.float32))
+    nmf = mo.make_estimator(_tiny("NMF", "moran2022_table1b"), 0, "categorical")
+    oivae = mo.make_estimator(_tiny("OIVAE", "moran2022_table1b"), 0, "categorical")
+    assert sp.issparse(mo.as_input(nmf, X))
+    dense = mo.as_input(oivae, X)
+    assert isinstance(dense, np.ndarray) and np.array_equal(dense, np.eye(3))
+
+
+def test_top_features_lists_the_heaviest_factors_largest_loadings():
+    class Fitted:
+        mask_ = np.array([[0.0, 3.0], [0.1, 2.0], [5.0, 0.0], [4.0, 1.0]])
+
+    names = np.array(["alien", "aliens", "toy story", "shrek"])
+    text = mo.top_features(Fitted(), names, n_factors=2, n_top=2)
+    # factor 0 weighs 9.1, factor 1 weighs 6
+    assert text == "A: toy story; shrek | B: alien; aliens"
+    assert mo.top_features(Fitted(), None) == ""
+    assert mo.top_features(object(), names) == ""
