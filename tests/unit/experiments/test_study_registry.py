@@ -22,6 +22,7 @@ def test_the_paper_studies_are_registered():
     assert sorted(STUDIES) == [
         "lachapelle2023",
         "lachapelle2023_frozen",
+        "moran2022_synthetic",
         "moran2022_table1a",
         "moran2022_table1b",
         "moran2022_table2",
@@ -38,7 +39,8 @@ def test_unknown_table_lists_known_ones():
     with pytest.raises(
         ValueError,
         match=r"Unknown study 'table9'; known studies: lachapelle2023, "
-        r"lachapelle2023_frozen, moran2022_table1a, moran2022_table1b, "
+        r"lachapelle2023_frozen, moran2022_synthetic, moran2022_table1a, "
+        r"moran2022_table1b, "
         r"moran2022_table2, moran2022_table4, qm9, table1, table2, table3\.",
     ):
         get_study("table9")

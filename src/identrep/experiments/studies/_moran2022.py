@@ -21,13 +21,17 @@ __all__ = [
     "TEXT_MODELS",
     "MoranConfig",
     "Split",
+    "as_input",
     "fit_estimator",
+    "heldout_nll",
     "make_estimator",
     "quick_intro",
     "LATENTS_OPTION",
     "n_latents_or",
+    "ranking_scores",
     "seed_range",
     "split_rows",
+    "subsample",
     "top_features",
 ]
 
@@ -263,10 +267,6 @@ def top_features(est, names, n_factors: int = 3, n_top: int = 5) -> str:
         top = np.argsort(-W[:, k], kind="stable")[:n_top]
         parts.append(f"{letter}: " + "; ".join(str(names[j]) for j in top))
     return " | ".join(parts)
-
-
-def to_dense(X) -> np.ndarray:
-    return X.toarray() if sp.issparse(X) else np.asarray(X)
 
 
 def quick_intro(full: dict, what: str):
