@@ -38,7 +38,10 @@ import json, os, resource, sys, time, warnings
 import numpy as np, torch
 torch.set_num_threads(1)
 import identrep as ir
-from identrep.models.multitask import _mtlcm_objective as obj
+try:
+    from identrep.models.multitask import _mtlcm_objective as obj
+except ImportError:  # an older source tree (--src): evaluations not counted
+    obj = None
 
 T, N, d, path = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 z = np.load(path)
@@ -52,11 +55,12 @@ while time.process_time() - t0 < 0.5:
     torch.linalg.cholesky(S); reps += 1
 chol_flops = reps * S.shape[0] * d**3 / 3 / (time.process_time() - t0)
 calls = [0]
-orig = obj.ProfiledObjective.__call__
-def counted(self, A, *, grad=True):
-    calls[0] += 1
-    return orig(self, A, grad=grad)
-obj.ProfiledObjective.__call__ = counted
+if obj is not None:
+    orig = obj.ProfiledObjective.__call__
+    def counted(self, A, *, grad=True):
+        calls[0] += 1
+        return orig(self, A, grad=grad)
+    obj.ProfiledObjective.__call__ = counted
 rss0 = int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 c0, w0 = time.process_time(), time.perf_counter()
 with warnings.catch_warnings():
@@ -65,6 +69,7 @@ with warnings.catch_warnings():
 cpu, wall = time.process_time() - c0, time.perf_counter() - w0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 p = X.shape[1]
+calls[0] = calls[0] or m.n_iter_  # uncounted: at least one per iteration
 flops_eval = T * (2 * p * p * d + 4 * p * d * d + 16 * d**3 / 3)
 print(json.dumps(dict(
     T=T, N=N, d=d, cpu_s=cpu, wall_s=wall, n_iter=m.n_iter_, n_eval=calls[0],
@@ -136,9 +141,14 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small sizes only")
     ap.add_argument("--only", choices=["T", "d", "N"], nargs="*")
     ap.add_argument("--out", default="docs/results")
+    ap.add_argument("--config", type=int, nargs=3, metavar=("T", "N", "d"),
+                    help="one fit of this size instead of the sweeps")  # fmt: skip
+    ap.add_argument("--src", help="identrep source tree to time (default: this one)")
     args = ap.parse_args()
     grid = QUICK if args.quick else FULL
-    src = Path(__file__).resolve().parents[1] / "src"
+    if args.config:
+        grid = {"config": [tuple(args.config)]}
+    src = Path(args.src or Path(__file__).resolve().parents[1] / "src")
     rows = []
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
     hdr = "sweep      T     N    d  iters evals  CPU s  wall s  floor s  floor x  "
@@ -159,6 +169,8 @@ def main() -> None:
                     flush=True,
                 )
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    if args.config:
+        return
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "scale.csv", "w", newline="") as f:

@@ -31,6 +31,9 @@ from torch import Tensor
 
 __all__ = ["ProfiledObjective", "solve_indicators"]
 
+# tasks per block of the indicator solve: about this many d x d matrix entries
+_BLOCK_ELEMENTS = 2**20
+
 
 def _chol_inv(H: Tensor):
     """Cholesky factor, log-determinant and inverse of a batch of SPD matrices."""
@@ -160,19 +163,34 @@ class ProfiledObjective:
         Z = (self.N @ Ap.T).view(T, p, d).permute(1, 0, 2).reshape(p, T * d)
         P = (Ap @ Z).view(d, T, d).permute(1, 0, 2)
         P = 0.5 * (P + P.transpose(1, 2))
-        v, logdetH, K, KPK = solve_indicators(n, P, G, self.lo, s2, self.v)
+        # the indicator solve and its gradient terms in blocks of tasks: the d x d
+        # temporaries of the Newton steps stay O(block d^2), not O(T d^2)
+        block = max(1, _BLOCK_ELEMENTS // (d * d))
+        v = torch.empty(T, d, dtype=A.dtype, device=A.device)
+        logdetH = torch.empty(T, dtype=A.dtype, device=A.device)
+        quad = A.new_zeros(())
+        ZK = A.new_zeros(p, d)  # sum_t Z_t K_t
+        Om = A.new_zeros(d, d)  # sum_t (n_t K_t - K_t P_t K_t)
+        for a in range(0, T, block):
+            b = slice(a, min(a + block, T))
+            v0 = None if self.v is None else self.v[b]
+            v[b], logdetH[b], K, KPK = solve_indicators(n[b], P[b], G, self.lo, s2, v0)
+            quad = quad + (K * P[b]).sum()
+            if grad:
+                ZK += Z[:, a * d : b.stop * d] @ K.reshape(-1, d)
+                Om += (n[b, None, None] * K - KPK).sum(0)
+            del K, KPK
         self.v = v
         logdet_AtA = 2.0 * torch.log(torch.diagonal(Lg)).sum()
         k = p * math.log(2 * math.pi) + (p - d) * math.log(s2)
-        quad = (K * P).sum()
         SA = self.S @ A  # (p, d)
         E = torch.trace(self.S) - (Ap.T * SA).sum()
         f = 0.5 * ((n * (k + logdet_AtA + logdetH)).sum() + quad + E / s2)
         if not grad:
             return float(f) / self.n_total, None, v
         # dF/dA^+ = sum_t K_t Y_t - A^T S / (2 s^2); Y_t = Z_t^T
-        dAp = (Z @ K.reshape(T * d, d)).T - SA.T / (2.0 * s2)
-        Om = 0.5 * s2 * (n[:, None, None] * K - KPK).sum(0) + dAp @ A
+        dAp = ZK.T - SA.T / (2.0 * s2)
+        Om = 0.5 * s2 * Om + dAp @ A
         dA = (
             self.n_total * (A @ G)
             - (self.S @ Ap.T) / (2.0 * s2)

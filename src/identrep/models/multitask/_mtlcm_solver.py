@@ -49,11 +49,11 @@ def _task_groups(w: np.ndarray, max_groups: int) -> np.ndarray:
 
 def _shrunk(C: np.ndarray, w: np.ndarray, d: int) -> np.ndarray:
     """Whitened covariances shrunk towards their pooled mean (the identity) where a
-    group has fewer than 2 d samples: (n C + k I) / (n + k), k = 2 d - n. The
-    pooled mean is A Vbar A^T, so the shrunk matrices keep their joint
-    diagonaliser; without it a rank-deficient C_t makes Pham's criterion
-    unbounded below."""
-    k = np.maximum(2.0 * d - w, 0.0)
+    group has too few samples for full rank: (n C + k I) / (n + k), k = d + 2 - n
+    (a residual covariance of n samples has rank n - 2 at most). The pooled mean is
+    A Vbar A^T, so the shrunk matrices keep their joint diagonaliser; without it a
+    rank-deficient C_t makes Pham's criterion unbounded below."""
+    k = np.maximum(d + 2.0 - w, 0.0)
     if not k.any():
         return C
     eye = np.eye(C.shape[1])
