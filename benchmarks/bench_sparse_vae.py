@@ -163,20 +163,24 @@ def main() -> None:
     print(
         f"Sparse VAE decoder, {N}x{G} binary, K={K}, hidden ({H}, {H}), batch {B}, "
         f"1 thread, {platform.processor() or platform.machine()}; "
-        f"{_forward_macs(1) / 1e6:.0f} M multiply-adds per sample forward"
+        f"{_forward_macs(1) / 1e6:.0f} M multiply-adds per sample forward",
+        flush=True,
     )
-    res = [run(v, args.batches) for v in args.variants]
-    gemm = next((r["macs_per_s"] for r in res if r["variant"] == "gemm"), None)
-    for r in res:
+    res, gemm = [], None
+    for v in args.variants:  # one line per variant as soon as it is measured
+        r = run(v, args.batches)
+        res.append(r)
         if r["variant"] == "gemm":
-            print(f"  gemm                {r['macs_per_s'] / 1e9:7.2f} G MAC/s")
+            gemm = r["macs_per_s"]
+            print(f"  gemm                {gemm / 1e9:7.2f} G MAC/s", flush=True)
             continue
         frac = f"{r['macs_per_s'] / gemm:5.2f} of GEMM" if gemm else ""
         print(
             f"  {r['variant']:<19} {r['seconds_per_batch']:7.2f} s/batch  "
             f"epoch ~{r['epoch_seconds']:6.1f} s (extrapolated)  "
             f"{r['macs_per_s'] / 1e9:6.2f} G MAC/s {frac}  "
-            f"peak RSS {r['peak_rss_mib']:6.0f} MiB"
+            f"peak RSS {r['peak_rss_mib']:6.0f} MiB",
+            flush=True,
         )
     sec = {r["variant"]: r.get("seconds_per_batch") for r in res}
     if sec.get("kernel"):

@@ -16,7 +16,8 @@ selector passes gradient to gamma only for draws within ~4/c of the threshold, a
 after 150 epochs rho ranged from -0.02 to 0.73 over seeds 0-1: far from converged in
 a test's budget (Tonolini et al. train for 200k iterations).
 
-Observed over seeds 0-9 (data and model seeded alike):
+Observed over seeds 0-9 (data and model seeded alike;
+``benchmarks/calibrate_sparse_coding.py`` prints these):
   rho 0.701 0.769 0.739 0.623 0.764 0.748 0.771 0.582 0.781 0.736 (min 0.582)
   summed gamma, rows with some active source minus rows with none: 0.37-0.74
   (smallest 0.37, seed 0).

@@ -34,7 +34,7 @@ __all__ = [
 
 
 def pham_criterion(
-    B: np.ndarray, C: np.ndarray, w: np.ndarray
+    B: np.ndarray, C: np.ndarray, w: np.ndarray, logdet_C: np.ndarray | None = None
 ) -> tuple[float, np.ndarray]:
     """Pham's criterion and its gradient with respect to B.
 
@@ -45,6 +45,8 @@ def pham_criterion(
         Symmetric positive definite matrices.
     w : ndarray of shape (T,)
         Non-negative weights (normalised to sum 1 inside).
+    logdet_C : ndarray of shape (T,), optional
+        log det C_t, when the caller has it (it does not depend on B).
 
     Returns
     -------
@@ -59,8 +61,9 @@ def pham_criterion(
     sign, logabsdet = np.linalg.slogdet(B)
     if sign == 0:
         return np.inf, np.zeros_like(B)
-    _, logdetC = np.linalg.slogdet(C)
-    value = float(w @ (np.log(D).sum(1) - logdetC)) - 2.0 * logabsdet
+    if logdet_C is None:
+        logdet_C = np.linalg.slogdet(C)[1]
+    value = float(w @ (np.log(D).sum(1) - logdet_C)) - 2.0 * logabsdet
     grad = (
         2.0 * np.einsum("t,tij->ij", w, BC / D[:, :, None]) - 2.0 * np.linalg.inv(B).T
     )
@@ -100,8 +103,9 @@ def ajd_pham(
     T, d, _ = C.shape
     w = np.ones(T) if w is None else np.asarray(w, dtype=float)
     B0 = np.eye(d) if B0 is None else np.asarray(B0, dtype=float)
+    logdet_C = np.linalg.slogdet(C)[1]
     B, info = minimize_unmixing(
-        lambda B: pham_criterion(B, C, w), B0, max_iter=max_iter, tol=tol
+        lambda B: pham_criterion(B, C, w, logdet_C), B0, max_iter=max_iter, tol=tol
     )
     return B / np.linalg.norm(B, axis=1, keepdims=True), info
 

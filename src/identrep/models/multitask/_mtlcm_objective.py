@@ -50,7 +50,7 @@ def solve_indicators(
     v0: Tensor | None = None,
     *,
     max_iter: int = 50,
-    rtol: float = 1e-15,
+    rtol: float = 1e-14,
 ):
     """Latent variances v_t in [lo, 1]^d minimising n log det H + tr(H^{-1} P),
     H = diag(v) + s2 G, by projected Newton steps vectorised over tasks.
@@ -84,7 +84,9 @@ def solve_indicators(
             h = h.clamp_min(1e-3 * na[:, None] * Kd**2)
             step = torch.where(bad[:, None], gf / h, step)
         step = torch.where(free, step, torch.zeros_like(step))
-        going = (g * step).sum(-1) > rtol * fa.abs().clamp_min(1.0)
+        # Newton decrement at the rounding level of f's terms: converged
+        scale = (na * logdet[active].abs() + fa.abs()).clamp_min(1.0)
+        going = (g * step).sum(-1) > rtol * scale
         active, va, step, na, fa = (
             active[going],
             va[going],
@@ -94,25 +96,33 @@ def solve_indicators(
         )
         if len(active) == 0:
             break
-        Pa = P[active]
+        # backtracking on the tasks whose trial has not yet decreased f only;
+        # a task that cannot decrease f in 20 halvings is at rounding level: done
         t = torch.ones_like(na)
-        for _ in range(30):
-            v_new = (va - t[:, None] * step).clamp(lo, 1.0)
+        todo = torch.arange(len(active), device=n.device)
+        for _ in range(20):
+            idx = active[todo]
+            v_new = (va[todo] - t[todo, None] * step[todo]).clamp(lo, 1.0)
             ld_new, K_new = _chol_inv(torch.diag_embed(v_new) + s2 * G)
-            KP_new = K_new @ Pa
-            f_new = na * ld_new + torch.diagonal(KP_new, dim1=-2, dim2=-1).sum(-1)
-            ok = f_new <= fa
-            if bool(ok.all()):
+            KP_new = K_new @ P[idx]
+            f_new = na[todo] * ld_new + torch.diagonal(KP_new, dim1=-2, dim2=-1).sum(-1)
+            ok = f_new <= fa[todo]
+            done = idx[ok]
+            v[done], logdet[done], K[done], f[done] = (
+                v_new[ok],
+                ld_new[ok],
+                K_new[ok],
+                f_new[ok],
+            )
+            KPK[done] = KP_new[ok] @ K_new[ok]
+            todo = todo[~ok]
+            if len(todo) == 0:
                 break
-            t = torch.where(ok, t, 0.5 * t)
-        active = active[ok]
-        v[active], logdet[active], K[active], f[active] = (
-            v_new[ok],
-            ld_new[ok],
-            K_new[ok],
-            f_new[ok],
-        )
-        KPK[active] = KP_new[ok] @ K_new[ok]
+            t[todo] = 0.5 * t[todo]
+        # tasks whose line search failed stop here
+        failed = torch.zeros(len(n), dtype=torch.bool, device=n.device)
+        failed[active[todo]] = True
+        active = active[~failed[active]]
         if len(active) == 0:
             break
     return v, logdet, K, KPK

@@ -31,9 +31,44 @@ def stats_to_torch(stats: TaskStats, dev):
     return f(stats.n), f(stats.Sxx), f(stats.sxy), f(stats.syy)
 
 
+# the joint diagonalisation sees at most this many matrices (groups of tasks): its
+# cost is O(groups d^3) per iteration whatever the number of tasks
+_MAX_AJD_GROUPS = 256
+
+
+def _task_groups(w: np.ndarray, max_groups: int) -> np.ndarray:
+    """Start index of each group of consecutive tasks: at most ``max_groups``
+    groups of about equal weight (sample count)."""
+    n_tasks = len(w)
+    if n_tasks <= max_groups:
+        return np.arange(n_tasks)
+    cuts = np.linspace(0, w.sum(), max_groups + 1)[1:-1]
+    edges = np.minimum(np.searchsorted(np.cumsum(w), cuts) + 1, n_tasks - 1)
+    return np.unique(np.concatenate([[0], edges]))
+
+
+def _shrunk(C: np.ndarray, w: np.ndarray, d: int) -> np.ndarray:
+    """Whitened covariances shrunk towards their pooled mean (the identity) where a
+    group has fewer than 2 d samples: (n C + k I) / (n + k), k = 2 d - n. The
+    pooled mean is A Vbar A^T, so the shrunk matrices keep their joint
+    diagonaliser; without it a rank-deficient C_t makes Pham's criterion
+    unbounded below."""
+    k = np.maximum(2.0 * d - w, 0.0)
+    if not k.any():
+        return C
+    eye = np.eye(C.shape[1])
+    return (w[:, None, None] * C + k[:, None, None] * eye) / (w + k)[:, None, None]
+
+
 def jd_init(R, Rbar, w, d: int, sigma_s: float, rng, restart: int):
     """Initial mixing A from joint diagonalisation of the residual covariances R
-    (T, p, p), their pooled mean Rbar and task weights w (sample counts)."""
+    (T, p, p), their pooled mean Rbar and task weights w (sample counts).
+
+    Pham's criterion is minimised over at most ``_MAX_AJD_GROUPS`` pooled groups of
+    consecutive tasks (pooling sums diagonal latent covariances, so the groups share
+    the tasks' joint diagonaliser); the latents' scales are then set on the
+    individual tasks with the most samples (at most as many).
+    """
     ev, U = np.linalg.eigh(Rbar)
     ev, U = ev[::-1][:d], U[:, ::-1][:, :d]
     if not ev[-1] > 1e-12 * max(ev[0], 1e-300):
@@ -43,17 +78,30 @@ def jd_init(R, Rbar, w, d: int, sigma_s: float, rng, restart: int):
             "redundant features or lower n_latents."
         )
     W = (U / np.sqrt(ev)).T  # (d, p): whitening onto the top-d subspace
-    C = W @ R @ W.T
-    C = 0.5 * (C + C.transpose(0, 2, 1))
+    w = np.asarray(w, dtype=float)
+
+    def whiten(Rs):
+        C = W @ Rs @ W.T
+        return 0.5 * (C + C.transpose(0, 2, 1))
+
+    starts = _task_groups(w, _MAX_AJD_GROUPS)
+    if len(starts) < len(w):
+        wg = np.add.reduceat(w, starts)
+        Rg = np.add.reduceat(w[:, None, None] * R, starts) / wg[:, None, None]
+    else:
+        wg, Rg = w, R
+    Cg = _shrunk(whiten(Rg), wg, d)
     B0 = np.eye(d) if restart == 0 else np.linalg.qr(rng.standard_normal((d, d)))[0]
-    Bw, _ = ajd_pham(C, w, B0=B0)
-    # causal latents have unit variance: scale each latent by its typical large variance
+    Bw, _ = ajd_pham(Cg, wg, B0=B0)
+    # scales on individual tasks: causal latents have unit variance
+    keep = np.sort(np.argsort(-w, kind="stable")[:_MAX_AJD_GROUPS])
+    C = _shrunk(whiten(R[keep]), w[keep], d)
     D = np.einsum("ij,tjk,ik->ti", Bw, C, Bw)
     scale2 = np.array([np.median(col[col >= 0.25 * col.max()]) for col in D.T])
     Bw = Bw / np.sqrt(scale2)[:, None]
     # noiseless limit with variances profiled in [sigma_s^2, 1]: fixes the scales
     Bw, _ = minimize_unmixing(
-        lambda B: bounded_variance_criterion(B, C, w, sigma_s**2, 1.0), Bw
+        lambda B: bounded_variance_criterion(B, C, w[keep], sigma_s**2, 1.0), Bw
     )
     return np.linalg.pinv(Bw @ W)
 

@@ -21,6 +21,11 @@ from identrep.models.multitask._mtlcm_solver import (
     stats_to_torch,
 )
 from identrep.models.multitask._stats import data_units, task_statistics
+from identrep.models.multitask._stream_stats import (
+    StatisticsAccumulator,
+    dask_task_statistics,
+    is_dask_collection,
+)
 from identrep.utils._param_validation import Interval, StrOptions
 from identrep.utils.numerics import CAUSAL_THRESHOLD, causal_mask
 from identrep.utils.seeding import check_random_state
@@ -36,6 +41,23 @@ _GAMMA_FLOOR = 1e-6  # 1 - c floor when reporting gamma = m / (1 - c)
 def _plain(label):
     """A task label as a plain Python value (numpy scalars -> int/str/float)."""
     return label.item() if isinstance(label, np.generic) else label
+
+
+def _check_streamed(stats, tasks) -> None:
+    """Tasks with fewer than 2 samples or a constant target, from the statistics."""
+    few = np.flatnonzero(stats.n < 2)
+    if few.size:
+        lab, k = _plain(tasks[few[0]]), int(stats.n[few[0]])
+        raise DataError(
+            f"Every task needs at least 2 observed samples; task {lab!r} has {k}. "
+            "Drop such tasks or gather more samples."
+        )
+    const = np.flatnonzero(stats.syy <= 1e-24 * stats.n * (stats.y_mean**2 + 1e-300))
+    if const.size:
+        raise DataError(
+            f"The target of task {_plain(tasks[const[0]])} is constant; a constant "
+            "target carries no information about the latents. Drop the task."
+        )
 
 
 def causal_sets_of(
@@ -243,7 +265,39 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
         """
         # many tiny batched factorisations: one thread unless the user chose
         with fit_threads():
+            if is_dask_collection(X):  # statistics on the cluster, the fit here
+                t_start = time.perf_counter()
+                self._validate_params()
+                stats, tasks = dask_task_statistics(X, y, task_ids)
+                return self._fit_statistics(stats, tasks, None, t_start)
             return self._fit(X, y, task_ids)
+
+    def fit_chunks(self, chunks):
+        """Fit from long-layout chunks of rows, in one streaming pass.
+
+        Memory is that of one chunk plus O(n_tasks n_features^2): the per-task
+        statistics are merged chunk by chunk (rows of a task may be spread over
+        any chunks), so a table larger than memory can be fitted, e.g. Parquet row
+        groups or CSV chunks through
+        :func:`identrep.models.multitask._stream_stats.table_chunks`.
+
+        Parameters
+        ----------
+        chunks : iterable of (X, y, task_ids)
+            Arrays of shapes (rows, n_features), (rows,), (rows,).
+
+        Returns
+        -------
+        self
+        """
+        with fit_threads():
+            t_start = time.perf_counter()
+            self._validate_params()
+            acc = StatisticsAccumulator()
+            for X, y, t in chunks:
+                acc.update(X, y, t)
+            stats, tasks = acc.result()
+            return self._fit_statistics(stats, tasks, None, t_start)
 
     def _fit(self, X, y, task_ids):
         t_start = time.perf_counter()
@@ -251,7 +305,16 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
         self._check_fit_input(X, min_samples=2)
         self._check_y_given(y)
         data = check_multitask(X, y, task_ids, min_samples=2)
-        p = data.X.shape[1]
+        stats = task_statistics(
+            data, chunk_size=int(self.chunk_size), x_unit=None, y_unit=None
+        )
+        return self._fit_statistics(stats, data.tasks, X, t_start)
+
+    def _fit_statistics(self, stats, tasks, X_raw, t_start):
+        """Everything after the statistics (shared by fit, fit_chunks and Dask)."""
+        if X_raw is None:  # chunked input: the checks check_multitask does on arrays
+            _check_streamed(stats, tasks)
+        p = stats.Sxx.shape[1]
         d = p if self.n_latents is None else int(self.n_latents)
         if p < d:
             raise DataError(
@@ -259,9 +322,6 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
                 f"map of X. Got X with {p} feature(s) and n_latents={d}; lower "
                 "n_latents or supply more features."
             )
-        stats = task_statistics(
-            data, chunk_size=int(self.chunk_size), x_unit=None, y_unit=None
-        )
         stats = data_units(stats)  # unit-free: see x_scale_, y_scale_
         _, R = stats.residual_covariances()  # shared by every restart's start
         Rbar = np.einsum("t,tij->ij", stats.n / stats.n.sum(), R)
@@ -327,12 +387,12 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
         self.log_likelihood_ = -best["nll"] - ll_shift
         self.n_iter_ = best["n_iter"]
         self.converged_ = best["converged"]
-        self.tasks_ = data.tasks
-        self.n_tasks_ = data.n_tasks
+        self.tasks_ = tasks
+        self.n_tasks_ = len(tasks)
         self.x_mean_ = stats.x_mean * xs
         self.y_mean_ = stats.y_mean * ys
         self.n_latents_ = d
-        self._record_features(X, p)
+        self._record_features(X_raw, p)
         self.fit_seconds_ = time.perf_counter() - t_start
         return self
 

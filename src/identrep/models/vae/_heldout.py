@@ -24,6 +24,7 @@ import torch
 
 from identrep.exceptions import InvalidParameterError
 from identrep.metrics import importance_weighted_nll, reconstruction_nll
+from identrep.models.vae._elbo import prior_log_prob
 from identrep.models.vae._ssl import observation_log_prob
 from identrep.utils.seeding import seeded
 
@@ -32,18 +33,46 @@ __all__ = ["HeldoutNLLMixin"]
 _ROWS = 2048
 
 
-class HeldoutNLLMixin:
-    """``heldout_nll`` and ``score`` for modules with ``encode``, ``decoder``,
-    ``likelihood``, ``log_var``, ``target`` and ``standardize``; the posterior
-    draws come from :meth:`_posterior_draws` (Gaussian by default)."""
+def _likelihood(module) -> str:
+    return getattr(module, "likelihood", "gaussian")
 
-    def _posterior_draws(self, x, n_particles: int, alpha_gen=None):
+
+def _decode(module, z):
+    """Decoder output and the Gaussian log-variance: a
+    :class:`~identrep.models.nn.vae.GaussianDecoder` returns both, the other
+    decoders their output only (the log-variance is the module's)."""
+    out = module.decoder(z)
+    if isinstance(out, tuple):
+        return out
+    return out, module.log_var
+
+
+def _target(module, x):
+    if hasattr(module, "target"):
+        return module.target(x)
+    return module.standardize(x)
+
+
+class HeldoutNLLMixin:
+    """``heldout_nll`` and ``score`` for an unconditional VAE: a module with
+    ``encode(x, y, task)``, ``decoder`` and ``standardize`` (and ``likelihood``,
+    ``target`` and ``log_var`` when not Gaussian with a
+    :class:`~identrep.models.nn.vae.GaussianDecoder`); the posterior draws come
+    from :meth:`_posterior_draws` (Gaussian q, standard normal prior by default).
+    """
+
+    def _posterior_draws(self, x, n_particles: int):
         """Draws (S, B, K) from q(z | x) and ``log p(z) - log q(z | x)`` (S, B)."""
-        mean, log_var = self.module_.encode(x)
+        n = x.shape[0]
+        y0 = x.new_zeros(n, dtype=torch.float64)
+        t0 = torch.zeros(n, dtype=torch.int64, device=x.device)
+        mean, log_var = self.module_.encode(x, y0, t0)
         eps = torch.randn((n_particles, *mean.shape), dtype=mean.dtype)
         eps = eps.to(mean.device)
         z = mean + torch.exp(0.5 * log_var) * eps
-        log_p = -0.5 * (math.log(2 * math.pi) + z.square()).sum(-1)
+        dist = getattr(getattr(self.module_, "prior", None), "dist", "gaussian")
+        zeros = torch.zeros_like(z)
+        log_p = prior_log_prob(dist, z, zeros, zeros)  # standard, unit variance
         log_q = -0.5 * (math.log(2 * math.pi) + log_var + eps.square()).sum(-1)
         return z, log_p - log_q
 
@@ -51,21 +80,24 @@ class HeldoutNLLMixin:
         m = self.module_
         z, log_ratio = self._posterior_draws(x, n_particles)
         S, B, K = z.shape
-        out = m.decoder(z.reshape(S * B, K)).reshape(S, B, -1)
-        target = m.target(x).to(out.dtype)
-        log_px = observation_log_prob(m.likelihood, target, out, m.log_var)
-        if m.likelihood == "gaussian":  # to the raw features
+        out, log_var = _decode(m, z.reshape(S * B, K))
+        out = out.reshape(S, B, -1)
+        target = _target(m, x).to(out.dtype)
+        lik = _likelihood(m)
+        log_px = observation_log_prob(lik, target, out, log_var)
+        if lik == "gaussian":  # to the raw features
             log_px = log_px - torch.log(m.standardize.scale).sum().to(out.dtype)
-        return out, log_px, log_ratio
+        return out, log_var, log_px, log_ratio
 
-    def _raw_params(self, out: torch.Tensor) -> tuple[np.ndarray, np.ndarray | None]:
+    def _raw_params(self, out, log_var) -> tuple[np.ndarray, np.ndarray | None]:
         m = self.module_
-        if m.likelihood == "gaussian":
+        lik = _likelihood(m)
+        if lik == "gaussian":
             scale = m.standardize.scale.to(torch.float64)
             mean = out.to(torch.float64) * scale + m.standardize.mean
-            var = torch.exp(m.log_var.to(torch.float64)) * scale.square()
+            var = torch.exp(log_var.to(torch.float64)) * scale.square()
             return mean.cpu().numpy(), var.cpu().numpy()
-        if m.likelihood == "bernoulli":
+        if lik == "bernoulli":
             return torch.sigmoid(out.double()).cpu().numpy(), None
         return torch.softmax(out.double(), dim=-1).cpu().numpy(), None
 
@@ -97,15 +129,16 @@ class HeldoutNLLMixin:
                 f"None; got {n_particles!r}."
             )
         Xc, _, _ = self._check_transform_data(X, None, None)
-        lik = {"categorical": "multinomial"}.get(self.likelihood, self.likelihood)
+        own = _likelihood(self.module_)
+        lik = {"categorical": "multinomial"}.get(own, own)
         rows = []
         with torch.no_grad(), seeded(random_state):
             for s in range(0, Xc.shape[0], _ROWS):
                 x = self._tensor(Xc[s : s + _ROWS], self._x_dtype())
                 S = 1 if n_particles is None else int(n_particles)
-                out, log_px, log_ratio = self._decode_draws(x, S)
+                out, log_var, log_px, log_ratio = self._decode_draws(x, S)
                 if n_particles is None:
-                    params, var = self._raw_params(out[0])
+                    params, var = self._raw_params(out[0], log_var)
                     rows.append(
                         reconstruction_nll(
                             Xc[s : s + _ROWS],

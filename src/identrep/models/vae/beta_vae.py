@@ -19,12 +19,13 @@ from identrep.models.vae._base import (
     BaseVAE,
 )
 from identrep.models.vae._elbo import neg_elbo_loss
+from identrep.models.vae._heldout import HeldoutNLLMixin
 from identrep.utils._param_validation import Interval
 
 __all__ = ["BetaVAE"]
 
 
-class BetaVAE(BaseVAE):
+class BetaVAE(HeldoutNLLMixin, BaseVAE):
     """beta-VAE: loss ``-E_q[log p(x | z)] + beta KL(q(z | x) || p(z))``.
 
     Parameters

@@ -7,7 +7,9 @@ masks W carry a Spike-and-Slab Lasso prior (:mod:`identrep.models.vae._ssl`), fi
 by the paper's EM-flavoured amortised VI: before every gradient step on a training
 minibatch the E-step sets the inclusion probabilities p* and the M-step the rates
 eta in closed form; the gradient step then descends the per-datum negative ELBO plus
-the W penalty / N (:func:`~identrep.models.vae._ssl.sparse_vae_loss`). With anchor
+the weighted W penalty / N (:func:`~identrep.models.vae._ssl.sparse_vae_loss`),
+after a warm-up without the prior, on a decoder whose shared network has fixed
+scales (so that the penalty on W cannot be escaped by rescaling). With anchor
 features (two per factor that depend on it alone) the factors are identified up to
 permutation and per-factor transformations (the paper's Theorems 1-2).
 """
@@ -67,7 +69,7 @@ class SSLObjective:
         self.a, self.legacy = float(est.a), bool(est.legacy_estep)
         self.b = None if est.b is None else float(est.b)
         self.n_data, self.noise_prior = int(n_data), noise_prior
-        self.mult = float(getattr(est, "_penalty_mult", 1.0))
+        self.mult = float(est.prior_weight)
         per_epoch = -(-int(n_data) // int(est.batch_size))
         self.warmup_steps = round(
             float(est.ssl_warmup) * int(est.max_epochs) * per_epoch
@@ -128,6 +130,28 @@ class SparseVAE(BaseVAE):
         Degrees of freedom of the scaled inverse-chi^2 prior of the Gaussian noise
         variances, calibrated as in the paper (5% quantile of the feature variances
         at its 90% quantile); None: no prior.
+    prior_weight : float, default=50.0
+        Weight of the SSL penalty in the per-datum objective: the loss is the
+        negative ELBO per datum plus ``prior_weight * penalty / N``. 1 is the
+        exact MAP objective, in which the prior on W counts once against N data
+        points and barely separates a sparse decoder from a rotated dense one at
+        N = 1,000; the authors' loss scaling amounts to about
+        ``n_features * N / batch_size`` (70 on the synthetic data). See
+        docs/notes.md ("Sparse VAE on the synthetic process").
+    fix_scale : bool, default=True
+        Give the shared decoder network fixed scales (the first layer's columns
+        and every later layer's weight keep their norms at initialisation), so
+        that the masks W alone carry the scale of each latent's effect; without
+        it W can shrink against a growing first layer at no cost in fit, which
+        empties the penalty of meaning.
+    ssl_warmup : float in [0, 1], default=0.2
+        Fraction of ``max_epochs`` trained as a plain masked VAE (no penalty, no
+        E-step, p* = eta = 0.5) before the SSL prior joins; without it a latent
+        that the early network ignores loses its masks to the spike and its
+        inclusion rate to 0 for good.
+    prior_corr : {"identity", "learned"}, default="identity"
+        Prior z ~ N(0, Sigma) with Sigma = I (the paper's experiments) or a
+        learned correlation matrix (the paper's Eq. 1, KL of Appendix B.2).
     encoder : {"linear", "mlp"}, default="mlp"
     hidden_sizes : sequence of int, default=(50, 50)
         Widths of the encoder MLP and of the decoder's shared network.
@@ -137,7 +161,7 @@ class SparseVAE(BaseVAE):
     chunk_size : int, optional
         Features per decoder block (memory bound); default automatic.
     lr : float, default=1e-2
-    lr_schedule : {None, "cosine"}, default=None
+    lr_schedule : {None, "cosine"}, default="cosine"
     batch_size : int, default=100
     max_epochs : int, default=200
     patience : int or None, default=None
@@ -197,6 +221,8 @@ class SparseVAE(BaseVAE):
         "weight_decay": [Interval(Real, 0, None, closed="left")],
         "prior_corr": [StrOptions({"identity", "learned"})],
         "ssl_warmup": [Interval(Real, 0, 1, closed="both")],
+        "prior_weight": [_POS],
+        "fix_scale": ["boolean"],
     }
 
     def __init__(
@@ -210,8 +236,10 @@ class SparseVAE(BaseVAE):
         b: float | None = None,
         legacy_estep: bool = False,
         noise_df: float | None = 3.0,
+        prior_weight: float = 50.0,
+        fix_scale: bool = True,
+        ssl_warmup: float = 0.2,
         prior_corr: str = "identity",
-        ssl_warmup: float = 0.0,
         encoder: str = "mlp",
         hidden_sizes=(50, 50),
         activation: str = "relu",
@@ -219,7 +247,7 @@ class SparseVAE(BaseVAE):
         chunk_size: int | None = None,
         lr: float = 1e-2,
         weight_decay: float = 0.0,
-        lr_schedule: str | None = None,
+        lr_schedule: str | None = "cosine",
         batch_size: int = 100,
         max_epochs: int = 200,
         patience: int | None = None,
@@ -238,8 +266,10 @@ class SparseVAE(BaseVAE):
         self.b = b
         self.legacy_estep = legacy_estep
         self.noise_df = noise_df
-        self.prior_corr = prior_corr
+        self.prior_weight = prior_weight
+        self.fix_scale = fix_scale
         self.ssl_warmup = ssl_warmup
+        self.prior_corr = prior_corr
         self.encoder = encoder
         self.hidden_sizes = hidden_sizes
         self.activation = activation
@@ -347,7 +377,7 @@ class SparseVAE(BaseVAE):
             hidden,
             self.activation,
             self.chunk_size,
-            unit_first=bool(getattr(self, "_unit_first", False)),
+            unit_first=bool(self.fix_scale),
         )
         learned = isinstance(self.decoder_var, str)
         return SparseVAEModule(

@@ -18,12 +18,13 @@ from identrep.models.vae._base import (
     BaseVAE,
     check_elbo_weights,
 )
+from identrep.models.vae._heldout import HeldoutNLLMixin
 from identrep.models.vae._objectives import make_elbo_objective
 
 __all__ = ["VAE"]
 
 
-class VAE(BaseVAE):
+class VAE(HeldoutNLLMixin, BaseVAE):
     """Plain VAE with a fixed prior p(z) = N(0, I) and encoder q(z | x).
 
     No auxiliary variable: ``fit(X)`` / ``transform(X)`` need no targets or tasks

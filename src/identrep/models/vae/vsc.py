@@ -243,7 +243,7 @@ class VSC(HeldoutNLLMixin, BaseVAE):
         return out[0] if isinstance(out, tuple) else out
 
     # ------------------------------------------------- held-out likelihood
-    def _posterior_draws(self, x, n_particles, alpha_gen=None):
+    def _posterior_draws(self, x, n_particles):
         """Exact spike-and-slab draws (S, B, K) and their log p(z) - log q(z | x)."""
         mean, log_var, logits = self.module_.encode_parts(x)
         shape = (n_particles, *mean.shape)
