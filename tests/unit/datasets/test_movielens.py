@@ -150,3 +150,24 @@ def test_bad_arguments_and_files(tmp_path):
     _write(_ratings(), tmp_path / "ml-1m", "1m")
     with pytest.raises(DataError, match="No user has 500 or more"):
         load_movielens("1m", path=tmp_path / "ml-1m", min_user_ratings=500)
+
+
+def test_recbole_distribution_is_found_without_importing_it(tmp_path, monkeypatch):
+    """A fake installed 'recbole' (dist-info + the data file) on sys.path."""
+    site = tmp_path / "site"
+    data = site / "recbole" / "dataset_example" / "ml-100k"
+    _write(_ratings(), data, "recbole")
+    info = site / "recbole-1.2.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: recbole\nVersion: 1.2.1\n"
+    )
+    (info / "RECORD").write_text(
+        "recbole/dataset_example/ml-100k/ml-100k.inter,,\n"
+        "recbole-1.2.1.dist-info/METADATA,,\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("IDENTREP_DATA", str(tmp_path / "empty-home"))
+    loaded = load_movielens("100k", min_user_ratings=5, n_items=12)
+    assert loaded.source == str(data / "ml-100k.inter")
+    assert loaded.X.shape[1] == 12
