@@ -24,7 +24,7 @@ GEMM's; the kernel's time is also given as a ratio to the loop's and the VAE's.
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/bench_sparse_vae.py [--batches 2]
+    PYTHONPATH=src python benchmarks/bench_sparse_vae.py [--batches 2] [--batch-size B]
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def _checkpointed_forward(dec, z, step=32):
     return torch.cat(outs, 1)
 
 
-def _child(variant: str, n_batches: int, queue) -> None:
+def _child(variant: str, n_batches: int, B: int, queue) -> None:
     import numpy as np
     import torch
 
@@ -140,10 +140,10 @@ def _child(variant: str, n_batches: int, queue) -> None:
     )
 
 
-def run(variant: str, n_batches: int) -> dict:
+def run(variant: str, n_batches: int, batch: int = B) -> dict:
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    p = ctx.Process(target=_child, args=(variant, n_batches, q))
+    p = ctx.Process(target=_child, args=(variant, n_batches, batch, q))
     p.start()
     out = q.get()
     p.join()
@@ -154,6 +154,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batches", type=int, default=2)
     ap.add_argument(
+        "--batch-size", type=int, default=B, help="rows per step (MovieLens: 512)"
+    )
+    ap.add_argument(
         "--variants",
         nargs="+",
         default=["gemm", "kernel", "vectorised", "loop", "vae"],
@@ -161,14 +164,15 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args()
     print(
-        f"Sparse VAE decoder, {N}x{G} binary, K={K}, hidden ({H}, {H}), batch {B}, "
+        f"Sparse VAE decoder, {N}x{G} binary, K={K}, hidden ({H}, {H}), "
+        f"batch {args.batch_size}, "
         f"1 thread, {platform.processor() or platform.machine()}; "
         f"{_forward_macs(1) / 1e6:.0f} M multiply-adds per sample forward",
         flush=True,
     )
     res, gemm = [], None
     for v in args.variants:  # one line per variant as soon as it is measured
-        r = run(v, args.batches)
+        r = run(v, args.batches, args.batch_size)
         res.append(r)
         if r["variant"] == "gemm":
             gemm = r["macs_per_s"]

@@ -6,21 +6,24 @@ estimator: the SparseVAE defaults with 2 latents, 1,000 training points, 200
 epochs): DCI with gradient-boosted trees fitted on 1,000 fresh points and scored on
 1,000 more.
 
-Calibration (``identrep reproduce moran2022_synthetic --seeds 3 --models "Sparse
-VAE,VAE"``, study seeds 0-2; ``IDENTREP_TEST_SEEDS`` does not apply, the seeds are
+Calibration (``identrep reproduce moran2022_synthetic --seeds 10 --models "Sparse
+VAE,VAE"``, study seeds 0-9; ``IDENTREP_TEST_SEEDS`` does not apply, the seeds are
 the study's):
 
-    rho    seed 0   seed 1   seed 2    authors' code (anchor, 10 seeds)
-    0      0.991    0.984    0.990     0.99
-    0.2    0.990    0.990    0.992     0.94
+    rho  seed: 0     1     2     3     4     5     6     7     8     9   anchor
+    0  SVAE  .991  .984  .990  .990  .992  .989  .992  .990  .990  .987   0.99
+       VAE   .961  .288  .944  .960  .070  .967  .875  .955  .654  .884   0.53
+    0.2 SVAE .990  .990  .992  .989  .306  .991  .990  .991  .992  .385   0.94
+       VAE   .750  .723  .123  .453  .224  .248  .925  .962  .288  .309   0.62
 
-Asserted: DCI-D > 0.95 at rho = 0 (seeds 0 and 1) and at rho = 0.2 (seed 0);
-observed minimum 0.984, so the margin is 0.03, several times the spread of DCI-D
-over seeds here (0.008) and over the trees' randomness. Three fits keep the test
-near a minute on 2 cores. Not asserted, because they do not hold yet (see
-docs/notes.md, "Sparse VAE on the synthetic process"): the support read from the
+Asserted, on three fits to stay near a minute on 2 cores: DCI-D > 0.95 at rho = 0
+(seeds 0 and 1) and at rho = 0.2 (seed 0). At rho = 0 every seed is in
+[0.984, 0.992], so the margin of 0.03 is several times the spread; at rho = 0.2
+two of ten seeds fail (4 and 9: a rotated solution), so this case checks the
+typical seed, not the failure rate. Not asserted, because they do not hold yet
+(docs/notes.md, "Sparse VAE on the synthetic process"): the support read from the
 inclusion probabilities (rows of W fall below the spike threshold while the
-features stay fitted) and rho >= 0.4, where some seeds fail.
+features stay fitted) and rho >= 0.4, where most seeds fail.
 """
 
 from __future__ import annotations

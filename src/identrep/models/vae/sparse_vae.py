@@ -151,7 +151,9 @@ class SparseVAE(BaseVAE):
         inclusion rate to 0 for good.
     prior_corr : {"identity", "learned"}, default="identity"
         Prior z ~ N(0, Sigma) with Sigma = I (the paper's experiments) or a
-        learned correlation matrix (the paper's Eq. 1, KL of Appendix B.2).
+        learned correlation matrix (the paper's Eq. 1, KL of Appendix B.2); on
+        the synthetic process the learned one broke rho = 0 in 2 of 3 seeds
+        (docs/notes.md).
     encoder : {"linear", "mlp"}, default="mlp"
     hidden_sizes : sequence of int, default=(50, 50)
         Widths of the encoder MLP and of the decoder's shared network.
