@@ -12,6 +12,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
+from sklearn.utils.metaestimators import available_if
 
 from identrep._typing import ArrayLike, Seed
 from identrep.exceptions import DataError
@@ -211,8 +212,10 @@ class BilevelSparseMTL(MTRN):
                 f"fitted with loss={self.loss!r}."
             )
 
+    @available_if(lambda self: self.loss == "multinomial")
     def predict_proba(self, X: ArrayLike, task_ids: ArrayLike) -> np.ndarray:
-        """Class probabilities of every sample under its task's head.
+        """Class probabilities of every sample under its task's head
+        (``loss="multinomial"`` only).
 
         Parameters
         ----------

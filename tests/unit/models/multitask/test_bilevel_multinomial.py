@@ -75,6 +75,8 @@ def test_multinomial_errors_name_the_input(data, fitted):
     r = ir.BilevelSparseMTL(
         n_latents=3, hidden_sizes=(8,), max_epochs=1, random_state=0
     ).fit(reg.X, reg.y, task_ids=reg.task_ids)
+    assert not hasattr(r, "predict_proba")  # regression heads: no probabilities
+    r.set_params(loss="multinomial")  # changed after a regression fit
     with pytest.raises(DataError, match="loss='multinomial'"):
         r.predict_proba(reg.X, reg.task_ids)
 
