@@ -452,7 +452,7 @@ class MTICaRL(TaskEmbeddingMixin, ICaRL):
     ...     data.X, data.y, task_ids=data.task_ids)
     >>> m.transform(data.X, data.y, task_ids=data.task_ids).shape
     (200, 2)
-    >>> m.task_embeddings_.shape
+    >>> m.task_prior_params_["slope"].shape
     (5, 2)
     """
 
