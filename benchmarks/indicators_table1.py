@@ -17,6 +17,9 @@ For each configuration (d latents, k causal per task) of ``make_linear_tasks``
   over all T d tests at 0.05), its agreement with the fitted indicators under the
   reading "causal = independent of y", and, for reference, the same test on the
   TRUE latents against the TRUE masks;
+* ``rules``: the fitted indicators thresholded at 0.99 instead of 0.5, and a
+  scale-free effect-size rule, "causal iff y explains less than half of the
+  latent's within-task variance" (R^2 < 0.5), on the recovered and true latents;
 * ``slopes``: the fraction of latents called causal whose fitted slope is large,
   |m_tj| / sd_t(z_j) > 0.1 (the issue's statistic; m in latent units per unit of
   y, sd over the task's rows), and the same statistic for the truth: the OLS slope
@@ -68,6 +71,17 @@ def _task_slopes(Z, y, t):
     return out
 
 
+def _task_r2(Z, y, t):
+    """(T, d) within-task squared correlations of each column of Z with y."""
+    T = int(t.max()) + 1
+    out = np.empty((T, Z.shape[1]))
+    for k in range(T):
+        Zk, yk = Z[t == k], y[t == k]
+        Zc, yc = Zk - Zk.mean(0), yk - yk.mean()
+        out[k] = (Zc.T @ yc) ** 2 / ((Zc**2).sum(0) * (yc @ yc))
+    return out
+
+
 def upper_bound(data, sigma_s, sigma_obs, fit_scales):
     """Indicators of the profiled solve at the true mixing (optionally with its
     column scales fitted); returns (c, nll per sample)."""
@@ -111,6 +125,17 @@ def run_one(d, k, seed, n_tasks, n_samples, alpha):
     fit = causal_scores(truth, model.causal_indicators_, match)
     row.update({f"fit_{m}": fit[m] for m in ("accuracy", "precision", "recall")})
     row["fit_ll"] = model.log_likelihood_
+    row["fit_acc_thr99"] = causal_scores(
+        truth, model.causal_indicators_, match, threshold=0.99
+    )["accuracy"]
+    # scale-free effect-size rule: causal iff y explains < half the latent's
+    # within-task variance (R^2 < 0.5), on the recovered and on the true latents
+    r2 = _task_r2(Zh, data.y, data.task_ids)
+    row["r2_acc_fit"] = causal_scores(truth, (r2 < 0.5).astype(float), match)[
+        "accuracy"
+    ]
+    r2_true = _task_r2(data.Z, data.y, data.task_ids)
+    row["r2_acc_true"] = float(np.mean((r2_true < 0.5) == truth.astype(bool)))
     for name, scales in (("ub", False), ("ubs", True)):
         c, _ = upper_bound(data, model.sigma_s, model.sigma_obs, scales)
         sc = causal_scores(truth, c, ident)
@@ -148,6 +173,9 @@ _COLS = [
     ("ub_precision", "A=true prec"),
     ("ub_recall", "A=true rec"),
     ("ubs_accuracy", "A=true+scales acc"),
+    ("fit_acc_thr99", "fit acc c>=0.99"),
+    ("r2_acc_fit", "R2<0.5 acc (fit z)"),
+    ("r2_acc_true", "R2<0.5 acc (true z)"),
     ("ci_agree_fit", "CI~fit agree"),
     ("ci_fit_causal_dependent", "fit-causal dep. on y"),
     ("ci_true_agree_truth", "CI(true z)~truth"),
