@@ -122,6 +122,8 @@ def run_one(d, k, seed, n_tasks, n_samples, alpha):
     ident = np.arange(d)
     row = {"d": d, "k": k, "seed": seed, "fit_s": round(secs, 1)}
     row["mcc"] = mcc(data.Z, Zh)
+    # scale the likelihood gives each latent, relative to the true (unit) one
+    row["scale"] = float(np.median(Zh[:, match].std(0) / data.Z.std(0)))
     fit = causal_scores(truth, model.causal_indicators_, match)
     row.update({f"fit_{m}": fit[m] for m in ("accuracy", "precision", "recall")})
     row["fit_ll"] = model.log_likelihood_
@@ -166,6 +168,7 @@ _COLS = [
     ("k", "k"),
     ("seed", "seed"),
     ("mcc", "MCC"),
+    ("scale", "sd(z_hat)/sd(z)"),
     ("fit_accuracy", "fit acc"),
     ("fit_precision", "fit prec"),
     ("fit_recall", "fit rec"),
