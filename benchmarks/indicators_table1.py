@@ -105,7 +105,7 @@ def upper_bound(data, sigma_s, sigma_obs, fit_scales):
     return c, f
 
 
-def run_one(d, k, seed, n_tasks, n_samples, alpha):
+def run_one(d, k, seed, n_tasks, n_samples, alpha, sigma_s=0.1):
     data = ir.datasets.make_linear_tasks(
         n_tasks=n_tasks,
         n_samples=n_samples,
@@ -115,7 +115,9 @@ def run_one(d, k, seed, n_tasks, n_samples, alpha):
     )
     truth = data.causal
     t0 = time.perf_counter()
-    model = ir.MTLCM(random_state=seed).fit(data.X, data.y, task_ids=data.task_ids)
+    model = ir.MTLCM(sigma_s=sigma_s, random_state=seed).fit(
+        data.X, data.y, task_ids=data.task_ids
+    )
     secs = time.perf_counter() - t0
     Zh = model.transform(data.X)
     match = match_latents(data.Z, Zh)
@@ -201,6 +203,7 @@ def main(argv=None):
     ap.add_argument("--tasks", type=int, default=200)
     ap.add_argument("--samples", type=int, default=100)
     ap.add_argument("--alpha", type=float, default=0.05)
+    ap.add_argument("--sigma-s", type=float, default=0.1, help="MTLCM sigma_s")
     ap.add_argument("--json", default=None, help="also write the rows here")
     args = ap.parse_args(argv)
     rows = []
@@ -209,7 +212,9 @@ def main(argv=None):
     for cfg in args.configs:
         d, k = (int(v) for v in cfg.split(":"))
         for seed in args.seeds:
-            row = run_one(d, k, seed, args.tasks, args.samples, args.alpha)
+            row = run_one(
+                d, k, seed, args.tasks, args.samples, args.alpha, args.sigma_s
+            )
             rows.append(row)
             print("| " + " | ".join(_fmt(row[c]) for c, _ in _COLS) + " |", flush=True)
     if args.json:
