@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from identrep.models.multitask._mtrn_loss import ObsBatch, RowBatch
-from identrep.models.multitask._mtrn_stream import HostRows
+from identrep.models.multitask._mtrn_stream import HostRows, StreamedRidgeRefit
 from identrep.models.multitask.heads import (
     GroupLassoHeads,
     JointHeads,
@@ -165,6 +165,15 @@ def head_refit_step(
             Y=torch.as_tensor(Ytr, device=dev),
             mask=torch.as_tensor(mask, device=dev),
             alpha=alpha,
+        )
+    if isinstance(Xt, HostRows) and Xt.shape[0] > Xt.chunk_size:
+        return StreamedRidgeRefit(
+            Xt,
+            data.rows[train_idx],
+            y_std[train_idx],
+            data.task_ids[train_idx],
+            data.n_tasks,
+            alpha,
         )
     return partial(
         _refit_joint_heads,

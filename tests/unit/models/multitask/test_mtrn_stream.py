@@ -9,7 +9,12 @@ import torch
 import identrep as ir
 from identrep.exceptions import DataError
 from identrep.models.multitask import _mtrn_stream
-from identrep.models.multitask._mtrn_stream import HostRows, streaming_column_moments
+from identrep.models.multitask._mtrn_batches import _refit_joint_heads
+from identrep.models.multitask._mtrn_stream import (
+    HostRows,
+    StreamedRidgeRefit,
+    streaming_column_moments,
+)
 from identrep.models.nn.mlp import MLP
 from identrep.utils.numerics import column_moments
 from identrep.utils.validation import check_array
@@ -24,7 +29,10 @@ def _long_data(n, p, n_tasks=5, seed=0):
     return X, y, tasks
 
 
-def test_memmap_fit_equals_in_memory_fit(tmp_path):
+@pytest.mark.parametrize("chunk", [None, 128])
+def test_memmap_fit_equals_in_memory_fit(tmp_path, monkeypatch, chunk):
+    if chunk is not None:  # several chunks: the streamed moments and head refit
+        monkeypatch.setattr(_mtrn_stream, "STREAM_CHUNK", chunk)
     X, y, tasks = _long_data(600, 6)
     mm = np.memmap(tmp_path / "X.f64", dtype=np.float64, mode="w+", shape=X.shape)
     mm[:] = X
@@ -138,3 +146,41 @@ def test_finite_check_finds_inf_past_the_first_chunk():
     with pytest.raises(DataError, match="infinite"):
         check_array(np.where(X == 0, np.nan, np.inf), allow_nan=True)
     check_array(np.where(X == 0, np.nan, 1.0), allow_nan=True)
+
+
+def test_streamed_refit_matches_the_in_memory_refit():
+    """The same normal equations summed per chunk: equal heads to float64
+    rounding (1e-9 relative leaves room for the solve's conditioning)."""
+    X, y, tasks = _long_data(700, 5, n_tasks=4)
+    m = ir.MTRN(n_latents=3, max_epochs=1, random_state=0).fit(X, y, task_ids=tasks)
+    net = m.module_
+    rng = np.random.default_rng(3)
+    train = np.sort(rng.choice(700, size=600, replace=False))
+    ys = (y - y.mean()) / y.std()
+    with torch.no_grad():
+        _refit_joint_heads(
+            net,
+            X=torch.from_numpy(X),
+            rows=torch.as_tensor(train),
+            y=torch.as_tensor(ys[train]),
+            task_ids=torch.as_tensor(tasks[train]),
+            alpha=1e-3,
+        )
+        W1, b1 = net.heads.weight.clone().numpy(), net.heads.bias.clone().numpy()
+        net.heads.weight.zero_()
+        rows = HostRows(X, torch.float64, "cpu", chunk_size=128)
+        refit = StreamedRidgeRefit(
+            rows,
+            train[::-1].copy(),
+            ys[train][::-1],
+            tasks[train][::-1],
+            4,
+            1e-3,
+            sub_size=50,
+        )
+        refit(net)
+    W2, b2 = net.heads.weight.detach().numpy(), net.heads.bias.detach().numpy()
+    # heads are float32: 1e-5 relative is float32 rounding with room to spare
+    np.testing.assert_allclose(W2, W1, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b2, b1, rtol=1e-5, atol=1e-6)
+    assert np.abs(W1).max() > 0.01  # a non-trivial solution was compared
