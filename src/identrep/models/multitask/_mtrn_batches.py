@@ -34,12 +34,14 @@ def final_heads(module, F, y_std, task_ids, n_tasks, *, alpha, l1_reg):
     """The fitted heads (W (T, d), b (T,), float64 numpy) on the standardised scale.
 
     Joint heads are read from the module; ridge and lasso heads are solved once on
-    all observations (features ``F`` of shape (n_obs, d) as float64 numpy).
+    all observations (features of shape (n_obs, d) as float64 numpy: ``F``, or
+    ``F()`` when a callable, so joint heads never compute them).
     """
     heads = module.heads
     if isinstance(heads, JointHeads):
         W = heads.weight.detach().cpu().double().numpy()
         return W, heads.bias.detach().cpu().double().numpy()
+    F = F() if callable(F) else F
     args = (torch.as_tensor(F), torch.as_tensor(y_std), torch.as_tensor(task_ids))
     if isinstance(heads, GroupLassoHeads):
         W, b, _ = fit_group_lasso_heads(*args, n_tasks, l1_reg)

@@ -402,7 +402,7 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         # heads on the standardised scale, then back to the original one
         W, b = final_heads(
             net,
-            self._features(data.X)[data.rows],
+            lambda: self._features(data.X)[data.rows],  # only for solved heads
             y_std,
             data.task_ids,
             T,
