@@ -58,6 +58,17 @@ def _target(module, x):
     return module.standardize(x)
 
 
+def _correlated_gaussian_log_prob(z, L):
+    """log N(z; 0, L L^T) over the last dimension of z (..., K), L (K, K) lower
+    triangular: ``-0.5 (K log 2 pi + ||L^-1 z||^2) - sum_k log L_kk``."""
+    K = z.shape[-1]
+    flat = z.reshape(-1, K).T  # (K, n)
+    white = torch.linalg.solve_triangular(L, flat, upper=False)
+    maha = white.square().sum(0).reshape(z.shape[:-1])
+    logdet = torch.log(torch.diagonal(L)).sum()
+    return -0.5 * (K * math.log(2 * math.pi) + maha) - logdet
+
+
 def _dense(block) -> np.ndarray:
     """A block of rows of checked input as a dense array (sparse rows densified
     one block at a time)."""
@@ -140,11 +151,20 @@ class HeldoutNLLMixin(ReconstructMixin):
         eps = torch.randn((n_particles, *mean.shape), dtype=mean.dtype)
         eps = eps.to(mean.device)
         z = mean + torch.exp(0.5 * log_var) * eps
+        log_q = -0.5 * (math.log(2 * math.pi) + log_var + eps.square()).sum(-1)
+        return z, self._prior_log_prob(z) - log_q
+
+    def _prior_log_prob(self, z):
+        """log p(z) (S, B): the module's fixed standard prior (Gaussian or
+        Laplace, unit variance), or N(0, L L^T) where the module learns a prior
+        correlation (``prior_scale_tril()`` returns its Cholesky factor L)."""
+        tril = getattr(self.module_, "prior_scale_tril", None)
+        L = None if tril is None else tril()
+        if L is not None:
+            return _correlated_gaussian_log_prob(z, L.to(z.dtype))
         dist = getattr(getattr(self.module_, "prior", None), "dist", "gaussian")
         zeros = torch.zeros_like(z)
-        log_p = prior_log_prob(dist, z, zeros, zeros)  # standard, unit variance
-        log_q = -0.5 * (math.log(2 * math.pi) + log_var + eps.square()).sum(-1)
-        return z, log_p - log_q
+        return prior_log_prob(dist, z, zeros, zeros)  # standard, unit variance
 
     def _decode_draws(self, x, n_particles):
         m = self.module_
