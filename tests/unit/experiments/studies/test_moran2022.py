@@ -224,16 +224,17 @@ def test_table1b_and_table2_tiny_runs(tmp_path, monkeypatch):
             # per document; the 3 true topics bring it to 160-173 (observed)
             assert 0 < r["metrics"]["nll"] < 190
         else:
-            # the networks after 2 epochs of 6 batches: near uniform (observed
-            # 197-214 nats; 204 is uniform); one sampled z, so a bit above it
-            assert 150 < r["metrics"]["nll"] < 240
+            # the networks after 2 epochs of 6 batches: at or a little below
+            # uniform (204), above the topic models (observed 181-203 nats over
+            # split seeds 0-2; the bounds leave ~30 nats either side)
+            assert 150 < r["metrics"]["nll"] < 235
     for table in ("moran2022_table1b", "moran2022_table2"):
         rows = {r["config"]["model"] for r in recs if r["config"]["table"] == table}
         assert rows == set(mo.TEXT_MODELS)
     nmf = next(r for r in recs if r["config"]["model"] == "NMF")
     assert nmf["metrics"]["top_features"].startswith("A: w")
     df, text = write_report(tmp_path)
-    assert "| sigma_pct | NMF | LDA |" in text
+    assert "| sigma_pct | " + " | ".join(mo.TEXT_MODELS) + " |" in text
     assert "Interpretability" in text
     # the paper's NLL (scale 1, not x100) beside ours, and lower is better in bold
     row = next(x for x in text.splitlines() if x.startswith("| NMF | 20 |"))
