@@ -35,6 +35,7 @@ from identrep.utils.seeding import seeded
 
 __all__ = ["HeldoutNLLMixin", "ReconstructMixin"]
 
+#: Rows (times draws) encoded and decoded at a time.
 _ROWS = 2048
 
 
@@ -210,11 +211,12 @@ class HeldoutNLLMixin(ReconstructMixin):
         own = _likelihood(self.module_)
         lik = {"categorical": "multinomial"}.get(own, own)
         rows = []
+        S = 1 if n_particles is None else int(n_particles)
+        step = max(1, _ROWS // S)  # S x step decoded rows at a time
         with torch.no_grad(), seeded(random_state):
-            for s in range(0, Xc.shape[0], _ROWS):
-                block = _dense(Xc[s : s + _ROWS])
+            for s in range(0, Xc.shape[0], step):
+                block = _dense(Xc[s : s + step])
                 x = self._tensor(block, self._x_dtype())
-                S = 1 if n_particles is None else int(n_particles)
                 out, log_var, log_px, log_ratio = self._decode_draws(x, S)
                 if n_particles is None:
                     params, var = self._raw_params(out[0], log_var)
