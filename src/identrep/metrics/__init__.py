@@ -2,6 +2,7 @@
 
 from identrep.metrics._causal import causal_accuracy, causal_scores, match_latents
 from identrep.metrics._dci import dci, dci_from_importances
+from identrep.metrics._independence import conditional_independence_test
 from identrep.metrics._likelihood import importance_weighted_nll, reconstruction_nll
 from identrep.metrics._mcc import (
     correlation_matrix,
@@ -40,4 +41,5 @@ __all__ = [
     "match_support_columns",
     "support_f_score",
     "support_recovery",
+    "conditional_independence_test",
 ]

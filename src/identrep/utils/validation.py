@@ -168,6 +168,8 @@ def check_array(
         )
     if ndim == 2 and arr.shape[1] == 0:
         raise DataError(f"{name} must have at least one column; got shape {arr.shape}.")
+    if _all_finite(arr, allow_nan):
+        return arr
     bad = ~np.isfinite(arr)
     if allow_nan:
         bad &= ~np.isnan(arr)
@@ -178,6 +180,16 @@ def check_array(
             f"{_first_bad(bad)}); drop or impute them before fitting."
         )
     return arr
+
+
+def _all_finite(arr: np.ndarray, allow_nan: bool, chunk: int = 65536) -> bool:
+    """No inf (and no NaN unless ``allow_nan``), checked ``chunk`` rows at a time so
+    a large (e.g. memory-mapped) input needs no mask of its full size."""
+    for s in range(0, max(arr.shape[0], 1), chunk):
+        c = arr[s : s + chunk]
+        if np.isinf(c).any() if allow_nan else not np.isfinite(c).all():
+            return False
+    return True
 
 
 def integral_labels(v: np.ndarray) -> np.ndarray:

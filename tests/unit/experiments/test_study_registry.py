@@ -4,6 +4,7 @@ declares everything the runner, sweep, report and CLI need."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -19,7 +20,7 @@ from identrep.experiments.registry import Study, register_study
 
 
 def test_the_paper_studies_are_registered():
-    assert sorted(STUDIES) == [
+    assert {
         "lachapelle2023",
         "lachapelle2023_frozen",
         "moran2022_synthetic",
@@ -31,17 +32,16 @@ def test_the_paper_studies_are_registered():
         "table1",
         "table2",
         "table3",
-    ]
+    } <= set(STUDIES)
     assert TABLES is STUDIES and get_table is get_study
 
 
 def test_unknown_table_lists_known_ones():
     with pytest.raises(
         ValueError,
-        match=r"Unknown study 'table9'; known studies: lachapelle2023, "
-        r"lachapelle2023_frozen, moran2022_synthetic, moran2022_table1a, "
-        r"moran2022_table1b, "
-        r"moran2022_table2, moran2022_table4, qm9, table1, table2, table3\.",
+        match=r"Unknown study 'table9'; known studies: "
+        + re.escape(", ".join(sorted(STUDIES)))
+        + r"\.",
     ):
         get_study("table9")
 

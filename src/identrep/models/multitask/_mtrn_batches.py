@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from identrep.models.multitask._mtrn_loss import ObsBatch, RowBatch
+from identrep.models.multitask._mtrn_stream import HostRows, StreamedRidgeRefit
 from identrep.models.multitask.heads import (
     GroupLassoHeads,
     JointHeads,
@@ -33,12 +34,14 @@ def final_heads(module, F, y_std, task_ids, n_tasks, *, alpha, l1_reg):
     """The fitted heads (W (T, d), b (T,), float64 numpy) on the standardised scale.
 
     Joint heads are read from the module; ridge and lasso heads are solved once on
-    all observations (features ``F`` of shape (n_obs, d) as float64 numpy).
+    all observations (features of shape (n_obs, d) as float64 numpy: ``F``, or
+    ``F()`` when a callable, so joint heads never compute them).
     """
     heads = module.heads
     if isinstance(heads, JointHeads):
         W = heads.weight.detach().cpu().double().numpy()
         return W, heads.bias.detach().cpu().double().numpy()
+    F = F() if callable(F) else F
     args = (torch.as_tensor(F), torch.as_tensor(y_std), torch.as_tensor(task_ids))
     if isinstance(heads, GroupLassoHeads):
         W, b, _ = fit_group_lasso_heads(*args, n_tasks, l1_reg)
@@ -120,6 +123,12 @@ def row_batches(
     return train_b, make(np.flatnonzero(need), collate(val_t), shuffle=False)
 
 
+def _all_features(module, X) -> Tensor:
+    """Features of every row of ``X`` (a tensor, or :class:`HostRows` streamed in
+    chunks)."""
+    return X.features(module) if isinstance(X, HostRows) else module.features(X)
+
+
 def _refit_joint_heads(module, *, X, rows, y, task_ids, alpha) -> None:
     """Replace the joint heads by the exact ridge solution given the current features.
 
@@ -127,7 +136,7 @@ def _refit_joint_heads(module, *, X, rows, y, task_ids, alpha) -> None:
     standardised targets ``y``), run by :func:`~identrep.training.fit_module` after
     every epoch.
     """
-    F = module.features(X)[rows]
+    F = _all_features(module, X)[rows]
     W, b = fit_ridge_heads(F, y, task_ids, module.heads.n_tasks, alpha)
     module.heads.weight.copy_(W.to(module.heads.weight.dtype))
     module.heads.bias.copy_(b.to(module.heads.bias.dtype))
@@ -136,13 +145,13 @@ def _refit_joint_heads(module, *, X, rows, y, task_ids, alpha) -> None:
 def _refit_joint_heads_wide(module, *, X, Y, mask, alpha) -> None:
     """:func:`_refit_joint_heads` for wide data: training entries ``mask`` of the
     (rows x tasks) standardised target matrix ``Y``."""
-    W, b = fit_ridge_heads_wide(module.features(X), Y, mask, alpha)
+    W, b = fit_ridge_heads_wide(_all_features(module, X), Y, mask, alpha)
     module.heads.weight.copy_(W.to(module.heads.weight.dtype))
     module.heads.bias.copy_(b.to(module.heads.bias.dtype))
 
 
 def head_refit_step(
-    data, y_std, train_idx, Xt: Tensor, *, rows_mode: bool, alpha: float
+    data, y_std, train_idx, Xt: Tensor | HostRows, *, rows_mode: bool, alpha: float
 ) -> Callable:
     """The ``post_epoch`` step refitting joint heads on the training observations;
     for wide data (``rows_mode``) each row's features enter the refit once."""
@@ -158,6 +167,15 @@ def head_refit_step(
             Y=torch.as_tensor(Ytr, device=dev),
             mask=torch.as_tensor(mask, device=dev),
             alpha=alpha,
+        )
+    if isinstance(Xt, HostRows) and Xt.shape[0] > Xt.chunk_size:
+        return StreamedRidgeRefit(
+            Xt,
+            data.rows[train_idx],
+            y_std[train_idx],
+            data.task_ids[train_idx],
+            data.n_tasks,
+            alpha,
         )
     return partial(
         _refit_joint_heads,

@@ -31,11 +31,12 @@ from identrep.models.multitask._mtrn_batches import (
     row_batches,
 )
 from identrep.models.multitask._mtrn_loss import ObsBatch, RowBatch, mtrn_loss
+from identrep.models.multitask._mtrn_stream import HostRows, streaming_column_moments
 from identrep.models.multitask.heads import GroupLassoHeads, JointHeads
 from identrep.models.nn.mlp import ACTIVATIONS, MLP, MultiTaskNet, Standardize
 from identrep.training.loop import TRAINING_CONSTRAINTS
 from identrep.utils._param_validation import Interval, SequenceOf, StrOptions
-from identrep.utils.numerics import column_moments, task_moments
+from identrep.utils.numerics import task_moments
 from identrep.utils.seeding import seeded
 from identrep.utils.validation import check_multitask, check_n_latents, check_task_ids
 
@@ -358,13 +359,13 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
 
         train_idx, val_idx = self._split(data.task_ids, rng)
         mode = self._batch_mode(data, counts)
-        input_stats = column_moments(data.X) if self._standardizes() else None
+        input_stats = streaming_column_moments(data.X) if self._standardizes() else None
         with seeded(init_seed):
             net = self._build_module(
                 p, T, self.dtype_, input_stats=input_stats, probe=data.X[:2]
             ).to(device=self.device_)
 
-        Xt = self._tensor(data.X, self._x_dtype())  # float64 when standardised
+        Xt = HostRows(data.X, self._x_dtype(), self.device_)  # no copy of all X
         make_batches = row_batches if mode == "rows" else observation_batches
         train_b, val_b = make_batches(
             self._batches,
@@ -401,7 +402,7 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         # heads on the standardised scale, then back to the original one
         W, b = final_heads(
             net,
-            self._features(data.X)[data.rows],
+            lambda: self._features(data.X)[data.rows],  # only for solved heads
             y_std,
             data.task_ids,
             T,
