@@ -30,6 +30,8 @@ __all__ = [
 ]
 
 PRIOR_FAMILIES = ("gaussian", "laplace")
+#: Observation models of :class:`ConditionalVAE` (as the Sparse VAE's and VSC's).
+LIKELIHOODS = ("gaussian", "bernoulli", "categorical")
 
 
 def soft_clamp(x: Tensor, bound: float) -> Tensor:
@@ -420,6 +422,10 @@ class ConditionalVAE(nn.Module):
     prior_conditioner : Conditioner, optional
         Builds the prior's own u (e.g. ``task_mode="index"`` for a
         :class:`TaskPrior`); default: the prior sees the encoder's u.
+    likelihood : {"gaussian", "bernoulli", "categorical"}, default="gaussian"
+        What the decoder's first output is: the Gaussian mean of standardised x,
+        per-feature Bernoulli logits of raw x, or logits over the features
+        (multinomial counts, softmax across features); see :meth:`target`.
     """
 
     def __init__(
@@ -432,8 +438,14 @@ class ConditionalVAE(nn.Module):
         x_scale: Tensor,
         condition_encoder: bool = True,
         prior_conditioner: Conditioner | None = None,
+        likelihood: str = "gaussian",
     ):
         super().__init__()
+        if likelihood not in LIKELIHOODS:
+            raise ValueError(
+                f"likelihood must be one of {LIKELIHOODS}; got {likelihood!r}."
+            )
+        self.likelihood = likelihood
         self.standardize = Standardize(x_mean, x_scale)
         self.encoder, self.decoder, self.prior = encoder, decoder, prior
         self.conditioner = conditioner
@@ -445,6 +457,13 @@ class ConditionalVAE(nn.Module):
         if self.prior_conditioner is None:
             return u
         return self.prior_conditioner(y, task)
+
+    def target(self, x: Tensor) -> Tensor:
+        """What the decoder reconstructs: standardised (or whitened) x for the
+        Gaussian likelihood, raw x (in the module's dtype) otherwise."""
+        if self.likelihood == "gaussian":
+            return self.standardize(x)
+        return x.to(self.standardize.out_dtype)
 
     def encode(self, x: Tensor, y: Tensor, task: Tensor) -> tuple[Tensor, Tensor]:
         """q(z | x, u) parameters ``(mean, log_var)`` for raw x (batch, p)."""

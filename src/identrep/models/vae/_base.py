@@ -29,6 +29,7 @@ from identrep.exceptions import DataError, InvalidParameterError
 from identrep.models._base import IdentrepEstimator, TorchEstimatorMixin
 from identrep.models.nn.mlp import _ACTIVATIONS
 from identrep.models.nn.vae import (
+    LIKELIHOODS,
     PRIOR_FAMILIES,
     ConditionalPrior,
     ConditionalVAE,
@@ -46,6 +47,7 @@ from identrep.utils.validation import MultiTaskArrays, check_array
 __all__ = [
     "ARCHITECTURE_CONSTRAINTS",
     "ELBO_CONSTRAINTS",
+    "LIKELIHOOD_CONSTRAINTS",
     "TRAINING_CONSTRAINTS",
     "BaseVAE",
     "check_elbo_weights",
@@ -84,6 +86,11 @@ ELBO_CONSTRAINTS: dict[str, list] = {
     "objective": [StrOptions({"elbo", "weighted"})],
     "elbo_weights": [SequenceOf(Interval(Real, 0, math.inf, closed="left")), None],
     "anneal": ["boolean"],
+}
+
+#: The observation model p(x | z) of a ConditionalVAE-based estimator.
+LIKELIHOOD_CONSTRAINTS: dict[str, list] = {
+    "likelihood": [StrOptions(set(LIKELIHOODS))],
 }
 
 
@@ -284,6 +291,7 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
             torch.as_tensor(x_mean),
             torch.as_tensor(x_scale),
             condition_encoder=self._condition_encoder(),
+            likelihood=getattr(self, "likelihood", "gaussian"),
         )
 
     def _make_loss(

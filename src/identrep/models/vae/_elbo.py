@@ -62,8 +62,10 @@ class VAEOutput(NamedTuple):
     """Distribution parameters of one stochastic pass (:func:`vae_pass`).
 
     All of shape (batch, n_latents) except ``x`` and ``x_mean`` (batch, n_features)
-    and ``x_log_var`` (n_features,) or (batch, n_features). ``x`` is the
-    standardised input the decoder reconstructs; ``z`` one reparameterised sample.
+    and ``x_log_var`` (n_features,) or (batch, n_features). ``x`` is what the
+    decoder reconstructs (the standardised input; the raw input for a Bernoulli or
+    categorical module, whose ``x_mean`` are logits); ``z`` one reparameterised
+    sample.
     """
 
     x: Tensor
@@ -253,7 +255,20 @@ def vae_pass(module: ConditionalVAE, batch: VAEBatch) -> VAEOutput:
     z = reparameterize(z_mean, z_log_var)
     x_mean, x_log_var = module.decoder(z)
     p_mean, p_log_var = module.prior(module.prior_input(u, batch.y, batch.task))
-    return VAEOutput(xs, z, z_mean, z_log_var, x_mean, x_log_var, p_mean, p_log_var)
+    target = xs if _likelihood(module) == "gaussian" else module.target(batch.x)
+    return VAEOutput(target, z, z_mean, z_log_var, x_mean, x_log_var, p_mean, p_log_var)
+
+
+def _likelihood(module) -> str:
+    return getattr(module, "likelihood", "gaussian")
+
+
+def _reconstruction_log_prob(module, out: VAEOutput) -> Tensor:
+    """log p(x | z) per row of one pass, for the module's likelihood (the
+    decoder's mean output is the Gaussian mean or the logits)."""
+    from identrep.models.vae._ssl import observation_log_prob
+
+    return observation_log_prob(_likelihood(module), out.x, out.x_mean, out.x_log_var)
 
 
 # ================================================================= losses
@@ -269,9 +284,11 @@ def neg_elbo_loss(
     ``-ELBO(x, u) = -E_q[log p(x | z)] + KL(q(z | x, u) || p(z | u))``, the first
     term estimated with one reparameterised sample. The KL is exact for a Gaussian
     prior when ``analytic_kl`` (lower variance), otherwise the one-sample estimate
-    ``log q(z | x, u) - log p(z | u)`` (always for a Laplace prior). Units: nats per
-    sample on the standardised inputs. ``beta`` multiplies the KL (the beta-VAE of
-    Higgins et al., 2017; 1 is the ELBO).
+    ``log q(z | x, u) - log p(z | u)`` (always for a Laplace prior). ``log p(x |
+    z)`` follows the module's ``likelihood`` (Gaussian when it has none; Bernoulli
+    or categorical on raw x). Units: nats per sample (Gaussian: on the
+    standardised inputs). ``beta`` multiplies the KL (the beta-VAE of Higgins et
+    al., 2017; 1 is the ELBO).
 
     Returns
     -------
@@ -280,7 +297,7 @@ def neg_elbo_loss(
         Batch size (its weight in epoch means).
     """
     out = vae_pass(module, batch)
-    rec = gaussian_log_prob(out.x, out.x_mean, out.x_log_var)
+    rec = _reconstruction_log_prob(module, out)
     dist = module.prior.dist
     if analytic_kl and dist == "gaussian":
         kl = kl_diag_gaussians(
@@ -331,7 +348,7 @@ def weighted_elbo_loss(
     """
     a, b, c, d = (float(w) for w in weights)
     out = vae_pass(module, batch)
-    log_px = gaussian_log_prob(out.x, out.x_mean, out.x_log_var)
+    log_px = _reconstruction_log_prob(module, out)
     log_qz_x = gaussian_log_prob(out.z, out.z_mean, out.z_log_var)
     log_pz = prior_log_prob(module.prior.dist, out.z, out.prior_mean, out.prior_log_var)
     log_qz, log_qz_prod = aggregate_posterior_log_probs(

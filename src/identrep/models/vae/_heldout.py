@@ -1,7 +1,11 @@
-"""Held-out likelihoods of the VSC and OI-VAE estimators (model side).
+"""Reconstructions and held-out likelihoods of the unconditional VAEs (model side).
 
-The model draws z from q(z | x) for every held-out row and decodes it; the metric
-side (:func:`identrep.metrics.reconstruction_nll`,
+:class:`ReconstructMixin` gives ``reconstruct(X)``: the decoder's mean at the
+posterior mean of z, in the units of X (Gaussian), as probabilities (Bernoulli) or
+as probabilities over the features (categorical), e.g. to rank held-out items.
+:class:`HeldoutNLLMixin` adds the held-out likelihoods. The model draws z from
+q(z | x) for every held-out row and decodes it; the metric side
+(:func:`identrep.metrics.reconstruction_nll`,
 :func:`identrep.metrics.importance_weighted_nll`) turns the arrays into numbers:
 
 * ``heldout_nll(X)``: the reconstruction NLL ``-log p(x | z)`` at one sampled z
@@ -20,6 +24,7 @@ import math
 from numbers import Integral
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from identrep.exceptions import InvalidParameterError
@@ -28,8 +33,9 @@ from identrep.models.vae._elbo import prior_log_prob
 from identrep.models.vae._ssl import observation_log_prob
 from identrep.utils.seeding import seeded
 
-__all__ = ["HeldoutNLLMixin"]
+__all__ = ["HeldoutNLLMixin", "ReconstructMixin"]
 
+#: Rows (times draws) encoded and decoded at a time.
 _ROWS = 2048
 
 
@@ -53,10 +59,86 @@ def _target(module, x):
     return module.standardize(x)
 
 
-class HeldoutNLLMixin:
-    """``heldout_nll`` and ``score`` for an unconditional VAE: a module with
-    ``encode(x, y, task)``, ``decoder`` and ``standardize`` (and ``likelihood``,
-    ``target`` and ``log_var`` when not Gaussian with a
+def _correlated_gaussian_log_prob(z, L):
+    """log N(z; 0, L L^T) over the last dimension of z (..., K), L (K, K) lower
+    triangular: ``-0.5 (K log 2 pi + ||L^-1 z||^2) - sum_k log L_kk``."""
+    K = z.shape[-1]
+    flat = z.reshape(-1, K).T  # (K, n)
+    white = torch.linalg.solve_triangular(L, flat, upper=False)
+    maha = white.square().sum(0).reshape(z.shape[:-1])
+    logdet = torch.log(torch.diagonal(L)).sum()
+    return -0.5 * (K * math.log(2 * math.pi) + maha) - logdet
+
+
+def _dense(block) -> np.ndarray:
+    """A block of rows of checked input as a dense array (sparse rows densified
+    one block at a time)."""
+    return block.toarray() if sp.issparse(block) else block
+
+
+class ReconstructMixin:
+    """``reconstruct`` for an unconditional VAE: a module with ``encode(x, y,
+    task)``, ``decoder`` and ``standardize`` (and ``likelihood`` when not
+    Gaussian); the input as :meth:`_check_transform_data` checks it (dense, or
+    sparse rows for the estimators that accept them)."""
+
+    def _encode_mean(self, x):
+        """Posterior mean E_q[z | x] (B, K) of raw rows x."""
+        n = x.shape[0]
+        y0 = x.new_zeros(n, dtype=torch.float64)
+        t0 = torch.zeros(n, dtype=torch.int64, device=x.device)
+        return self.module_.encode(x, y0, t0)[0]
+
+    def _raw_params(self, out, log_var) -> tuple[np.ndarray, np.ndarray | None]:
+        """Decoder output as the likelihood's parameters on the raw features:
+        Gaussian means and variances, or probabilities (and None)."""
+        m = self.module_
+        lik = _likelihood(m)
+        if lik == "gaussian":
+            scale = m.standardize.scale.to(torch.float64)
+            mean = out.to(torch.float64) * scale + m.standardize.mean
+            var = torch.exp(log_var.to(torch.float64)) * scale.square()
+            return mean.cpu().numpy(), var.cpu().numpy()
+        if lik == "bernoulli":
+            return torch.sigmoid(out.double()).cpu().numpy(), None
+        return torch.softmax(out.double(), dim=-1).cpu().numpy(), None
+
+    def reconstruct(self, X) -> np.ndarray:
+        """The decoder's mean at the posterior mean of z, for every row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features_in_), float64
+            Gaussian: the reconstructed features in the units of X (the
+            standardisation undone); Bernoulli: the probabilities of 1;
+            categorical: the probabilities over the features (each row sums to 1),
+            which rank a user's items or a document's words.
+
+        Raises
+        ------
+        NotFittedError
+            Before fit.
+        DataError
+            A feature-count mismatch or non-finite values.
+        """
+        Xc, _, _ = self._check_transform_data(X, None, None)
+        parts = []
+        with torch.no_grad():
+            for s in range(0, Xc.shape[0], _ROWS):
+                x = self._tensor(_dense(Xc[s : s + _ROWS]), self._x_dtype())
+                out, log_var = _decode(self.module_, self._encode_mean(x))
+                parts.append(self._raw_params(out, log_var)[0])
+        return np.concatenate(parts)
+
+
+class HeldoutNLLMixin(ReconstructMixin):
+    """``heldout_nll`` and ``score`` (and ``reconstruct``) for an unconditional
+    VAE: a module with ``encode(x, y, task)``, ``decoder`` and ``standardize``
+    (and ``likelihood``, ``target`` and ``log_var`` when not Gaussian with a
     :class:`~identrep.models.nn.vae.GaussianDecoder`); the posterior draws come
     from :meth:`_posterior_draws` (Gaussian q, standard normal prior by default).
     """
@@ -70,11 +152,20 @@ class HeldoutNLLMixin:
         eps = torch.randn((n_particles, *mean.shape), dtype=mean.dtype)
         eps = eps.to(mean.device)
         z = mean + torch.exp(0.5 * log_var) * eps
+        log_q = -0.5 * (math.log(2 * math.pi) + log_var + eps.square()).sum(-1)
+        return z, self._prior_log_prob(z) - log_q
+
+    def _prior_log_prob(self, z):
+        """log p(z) (S, B): the module's fixed standard prior (Gaussian or
+        Laplace, unit variance), or N(0, L L^T) where the module learns a prior
+        correlation (``prior_scale_tril()`` returns its Cholesky factor L)."""
+        tril = getattr(self.module_, "prior_scale_tril", None)
+        L = None if tril is None else tril()
+        if L is not None:
+            return _correlated_gaussian_log_prob(z, L.to(z.dtype))
         dist = getattr(getattr(self.module_, "prior", None), "dist", "gaussian")
         zeros = torch.zeros_like(z)
-        log_p = prior_log_prob(dist, z, zeros, zeros)  # standard, unit variance
-        log_q = -0.5 * (math.log(2 * math.pi) + log_var + eps.square()).sum(-1)
-        return z, log_p - log_q
+        return prior_log_prob(dist, z, zeros, zeros)  # standard, unit variance
 
     def _decode_draws(self, x, n_particles):
         m = self.module_
@@ -88,18 +179,6 @@ class HeldoutNLLMixin:
         if lik == "gaussian":  # to the raw features
             log_px = log_px - torch.log(m.standardize.scale).sum().to(out.dtype)
         return out, log_var, log_px, log_ratio
-
-    def _raw_params(self, out, log_var) -> tuple[np.ndarray, np.ndarray | None]:
-        m = self.module_
-        lik = _likelihood(m)
-        if lik == "gaussian":
-            scale = m.standardize.scale.to(torch.float64)
-            mean = out.to(torch.float64) * scale + m.standardize.mean
-            var = torch.exp(log_var.to(torch.float64)) * scale.square()
-            return mean.cpu().numpy(), var.cpu().numpy()
-        if lik == "bernoulli":
-            return torch.sigmoid(out.double()).cpu().numpy(), None
-        return torch.softmax(out.double(), dim=-1).cpu().numpy(), None
 
     def heldout_nll(
         self, X, *, n_particles: int | None = None, random_state: int = 0
@@ -132,16 +211,18 @@ class HeldoutNLLMixin:
         own = _likelihood(self.module_)
         lik = {"categorical": "multinomial"}.get(own, own)
         rows = []
+        S = 1 if n_particles is None else int(n_particles)
+        step = max(1, _ROWS // S)  # S x step decoded rows at a time
         with torch.no_grad(), seeded(random_state):
-            for s in range(0, Xc.shape[0], _ROWS):
-                x = self._tensor(Xc[s : s + _ROWS], self._x_dtype())
-                S = 1 if n_particles is None else int(n_particles)
+            for s in range(0, Xc.shape[0], step):
+                block = _dense(Xc[s : s + step])
+                x = self._tensor(block, self._x_dtype())
                 out, log_var, log_px, log_ratio = self._decode_draws(x, S)
                 if n_particles is None:
                     params, var = self._raw_params(out[0], log_var)
                     rows.append(
                         reconstruction_nll(
-                            Xc[s : s + _ROWS],
+                            block,
                             params,
                             likelihood=lik,
                             var=var,

@@ -15,6 +15,7 @@ from identrep._typing import Seed
 from identrep.models.vae._base import (
     ARCHITECTURE_CONSTRAINTS,
     ELBO_CONSTRAINTS,
+    LIKELIHOOD_CONSTRAINTS,
     TRAINING_CONSTRAINTS,
     BaseVAE,
 )
@@ -34,7 +35,7 @@ class BetaVAE(HeldoutNLLMixin, BaseVAE):
     beta : float, default=4.0
         Weight of the KL term (> 0; 1 is the VAE). The Sparse VAE paper swept
         {2, 4, 6, 8, 16}.
-    encoder, decoder, hidden_sizes, activation, prior, decoder_var
+    encoder, decoder, hidden_sizes, activation, prior, decoder_var, likelihood
         As :class:`~identrep.models.vae.VAE`.
     lr, lr_schedule, batch_size, max_epochs, patience, val_fraction, grad_clip,
     device, dtype, random_state, verbose
@@ -59,6 +60,7 @@ class BetaVAE(HeldoutNLLMixin, BaseVAE):
         **ARCHITECTURE_CONSTRAINTS,
         "prior": ELBO_CONSTRAINTS["prior"],
         **TRAINING_CONSTRAINTS,
+        **LIKELIHOOD_CONSTRAINTS,
         "beta": [Interval(Real, 0, None, closed="neither")],
     }
 
@@ -73,6 +75,7 @@ class BetaVAE(HeldoutNLLMixin, BaseVAE):
         activation: str = "leaky_relu",
         prior: str = "gaussian",
         decoder_var: float | str = 0.01,
+        likelihood: str = "gaussian",
         lr: float = 1e-3,
         lr_schedule: str | None = None,
         batch_size: int = 512,
@@ -93,6 +96,7 @@ class BetaVAE(HeldoutNLLMixin, BaseVAE):
         self.activation = activation
         self.prior = prior
         self.decoder_var = decoder_var
+        self.likelihood = likelihood
         self.lr = lr
         self.lr_schedule = lr_schedule
         self.batch_size = batch_size

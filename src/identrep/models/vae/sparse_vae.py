@@ -36,16 +36,15 @@ from identrep.models.vae._base import (
     BaseVAE,
 )
 from identrep.models.vae._elbo import VAEBatch
+from identrep.models.vae._heldout import HeldoutNLLMixin
 from identrep.models.vae._ssl import (
     noise_prior_scale,
-    observation_log_prob,
     sparse_vae_loss,
     ssl_inclusion_probs,
     ssl_update_eta,
 )
 from identrep.utils._param_validation import Interval, SequenceOf, StrOptions
 from identrep.utils.numerics import safe_scale
-from identrep.utils.seeding import seeded
 from identrep.utils.validation import MultiTaskArrays
 
 __all__ = ["SparseVAE"]
@@ -103,7 +102,7 @@ class SSLObjective:
         )
 
 
-class SparseVAE(BaseVAE):
+class SparseVAE(HeldoutNLLMixin, BaseVAE):
     """Sparse VAE: per-feature decoder masks with a Spike-and-Slab Lasso prior.
 
     Parameters
@@ -190,6 +189,12 @@ class SparseVAE(BaseVAE):
     history_ : dict
         Losses in nats per datum (Gaussian: on the standardised features).
     n_latents_, n_features_in_, feature_names_in_, device_, dtype_, fit_seconds_
+
+    Notes
+    -----
+    ``heldout_nll``, ``score`` and ``reconstruct`` are the VAE family's
+    (:mod:`identrep.models.vae._heldout`), through the masked decoder; sparse rows
+    are densified a block at a time.
 
     References
     ----------
@@ -413,40 +418,3 @@ class SparseVAE(BaseVAE):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
-
-    # ----------------------------------------------------------------- score
-    def score(self, X, y=None) -> float:
-        """Mean ELBO per row of ``X`` in nats (higher is better).
-
-        One reparameterised z per row with a fixed seed (reproducible); the
-        Gaussian likelihood is on the raw features (the standardisation's Jacobian
-        is included); the categorical one omits the multinomial coefficient.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
-        y : ignored
-
-        Returns
-        -------
-        float
-        """
-        Xc, _, _ = self._check_transform_data(X, None, None)
-        m = self.module_
-        total = 0.0
-        with torch.no_grad(), seeded(0):
-            for s in range(0, Xc.shape[0], _ROWS):
-                block = Xc[s : s + _ROWS]
-                block = block.toarray() if sp.issparse(block) else block
-                x = self._tensor(block)
-                mean, log_var = m.encode(x)
-                z = mean + torch.exp(0.5 * log_var) * torch.randn_like(mean)
-                rec = observation_log_prob(
-                    m.likelihood, m.target(x), m.decoder(z), m.log_var
-                )
-                kl = 0.5 * (log_var.exp() + mean.square() - 1.0 - log_var).sum(-1)
-                total += float((rec - kl).sum())
-        elbo = total / Xc.shape[0]
-        if m.likelihood == "gaussian":
-            elbo -= float(torch.log(m.standardize.scale).sum())
-        return elbo

@@ -14,6 +14,7 @@ from identrep._typing import Seed
 from identrep.models.vae._base import (
     ARCHITECTURE_CONSTRAINTS,
     ELBO_CONSTRAINTS,
+    LIKELIHOOD_CONSTRAINTS,
     TRAINING_CONSTRAINTS,
     BaseVAE,
     check_elbo_weights,
@@ -48,6 +49,12 @@ class VAE(HeldoutNLLMixin, BaseVAE):
     decoder_var : float or "learned", default=0.01
         Observation-noise variance of the decoder on the standardised inputs, or a
         learned per-feature variance.
+    likelihood : {"gaussian", "bernoulli", "categorical"}, default="gaussian"
+        Observation model: Gaussian on the standardised features; Bernoulli on
+        0/1 (or [0, 1]) features (the decoder gives logits); categorical =
+        multinomial counts over the features (bag of words, user-item rows: a
+        softmax across the features, the multinomial coefficient omitted). The
+        encoder always sees the standardised features.
     objective : {"elbo", "weighted"}, default="elbo"
         The plain ELBO, or the TC-decomposed weighted objective of
         :func:`~identrep.models.vae._elbo.weighted_elbo_loss` (validation always
@@ -107,6 +114,7 @@ class VAE(HeldoutNLLMixin, BaseVAE):
         **ARCHITECTURE_CONSTRAINTS,
         **ELBO_CONSTRAINTS,
         **TRAINING_CONSTRAINTS,
+        **LIKELIHOOD_CONSTRAINTS,
     }
 
     def __init__(
@@ -119,6 +127,7 @@ class VAE(HeldoutNLLMixin, BaseVAE):
         activation: str = "leaky_relu",
         prior: str = "gaussian",
         decoder_var: float | str = 0.01,
+        likelihood: str = "gaussian",
         objective: str = "elbo",
         elbo_weights: Sequence[float] | None = None,
         anneal: bool = False,
@@ -141,6 +150,7 @@ class VAE(HeldoutNLLMixin, BaseVAE):
         self.activation = activation
         self.prior = prior
         self.decoder_var = decoder_var
+        self.likelihood = likelihood
         self.objective = objective
         self.elbo_weights = elbo_weights
         self.anneal = anneal
