@@ -47,6 +47,13 @@ class NonNegativeDecomposition(IdentrepEstimator):
             )
         return Xs
 
+    def _sklearn_seed(self):
+        """``random_state`` as scikit-learn takes it: a Generator gives one draw."""
+        rs = self.random_state
+        if isinstance(rs, np.random.Generator):
+            return int(rs.integers(2**31 - 1))
+        return rs
+
     def _check_fit_X(self, X):
         if not sp.issparse(X):
             self._check_fit_input(X)

@@ -129,10 +129,7 @@ class LDA(NonNegativeDecomposition):
 
         self._validate_params()
         Xs = self._check_fit_X(X)
-        rs = self.random_state
-        seed = (
-            int(rs.integers(2**31 - 1)) if isinstance(rs, np.random.Generator) else rs
-        )
+        seed = self._sklearn_seed()
         model = LatentDirichletAllocation(
             n_components=int(self.n_latents),
             doc_topic_prior=self.doc_topic_prior,

@@ -150,10 +150,7 @@ class NMF(NonNegativeDecomposition):
 
         self._validate_params()
         Xs = self._check_fit_X(X)
-        rs = self.random_state
-        seed = (
-            int(rs.integers(2**31 - 1)) if isinstance(rs, np.random.Generator) else rs
-        )
+        seed = self._sklearn_seed()
         model = _SkNMF(
             n_components=int(self.n_latents),
             init=self.init,
