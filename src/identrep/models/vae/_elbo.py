@@ -39,6 +39,7 @@ __all__ = [
     "laplace_log_prob",
     "multinomial_log_prob",
     "neg_elbo_loss",
+    "observation_log_prob",
     "prior_log_prob",
     "reparameterize",
     "vae_pass",
@@ -146,6 +147,24 @@ def multinomial_log_prob(x: Tensor, logits: Tensor) -> Tensor:
     Tensor of shape (...)
     """
     return (x * torch.log_softmax(logits, dim=-1)).sum(-1)
+
+
+def observation_log_prob(likelihood: str, x: Tensor, out: Tensor, log_var: Tensor):
+    """log p(x | z) per row for the decoder output ``out`` (batch, n_features).
+
+    "gaussian": ``out`` is the mean, ``log_var`` the per-feature log-variance;
+    "bernoulli": per-feature logits; "categorical": logits over the features
+    (multinomial counts, :func:`multinomial_log_prob`).
+
+    Returns
+    -------
+    Tensor of shape (batch,)
+    """
+    if likelihood == "gaussian":
+        return gaussian_log_prob(x, out, log_var)
+    if likelihood == "bernoulli":
+        return bernoulli_log_prob(x, out)
+    return multinomial_log_prob(x, out)
 
 
 def prior_log_prob(dist: str, z: Tensor, mean: Tensor, log_var: Tensor) -> Tensor:
@@ -266,8 +285,6 @@ def _likelihood(module) -> str:
 def _reconstruction_log_prob(module, out: VAEOutput) -> Tensor:
     """log p(x | z) per row of one pass, for the module's likelihood (the
     decoder's mean output is the Gaussian mean or the logits)."""
-    from identrep.models.vae._ssl import observation_log_prob
-
     return observation_log_prob(_likelihood(module), out.x, out.x_mean, out.x_log_var)
 
 

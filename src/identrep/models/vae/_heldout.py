@@ -29,8 +29,7 @@ import torch
 
 from identrep.exceptions import InvalidParameterError
 from identrep.metrics import importance_weighted_nll, reconstruction_nll
-from identrep.models.vae._elbo import prior_log_prob
-from identrep.models.vae._ssl import observation_log_prob
+from identrep.models.vae._elbo import observation_log_prob, prior_log_prob
 from identrep.utils.seeding import seeded
 
 __all__ = ["HeldoutNLLMixin", "ReconstructMixin"]

@@ -17,8 +17,12 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from identrep.models.vae._elbo import VAEBatch, kl_diag_gaussians, reparameterize
-from identrep.models.vae._ssl import observation_log_prob
+from identrep.models.vae._elbo import (
+    VAEBatch,
+    kl_diag_gaussians,
+    observation_log_prob,
+    reparameterize,
+)
 
 if TYPE_CHECKING:
     from identrep.models.nn.sparse_coding import OIVAEModule

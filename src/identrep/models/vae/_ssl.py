@@ -35,10 +35,8 @@ from torch import Tensor
 
 from identrep.models.vae._elbo import (
     VAEBatch,
-    bernoulli_log_prob,
-    gaussian_log_prob,
     kl_diag_gaussians,
-    multinomial_log_prob,
+    observation_log_prob,
     reparameterize,
 )
 
@@ -259,24 +257,6 @@ def kl_to_correlated_prior(mean: Tensor, log_var: Tensor, scale_tril: Tensor) ->
     maha = (mean @ Linv.T).square().sum(-1)
     logdet = 2.0 * torch.log(torch.diagonal(scale_tril)).sum()
     return 0.5 * (trace + maha - K + logdet - log_var.sum(-1))
-
-
-def observation_log_prob(likelihood: str, x: Tensor, out: Tensor, log_var: Tensor):
-    """log p(x | z) per row for the decoder output ``out`` (batch, n_features).
-
-    "gaussian": ``out`` is the mean, ``log_var`` the per-feature log-variance;
-    "bernoulli": per-feature logits; "categorical": logits over the features
-    (multinomial counts, :func:`~identrep.models.vae._elbo.multinomial_log_prob`).
-
-    Returns
-    -------
-    Tensor of shape (batch,)
-    """
-    if likelihood == "gaussian":
-        return gaussian_log_prob(x, out, log_var)
-    if likelihood == "bernoulli":
-        return bernoulli_log_prob(x, out)
-    return multinomial_log_prob(x, out)
 
 
 def sparse_vae_loss(

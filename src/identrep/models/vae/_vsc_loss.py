@@ -28,8 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from identrep.models.vae._elbo import VAEBatch
-from identrep.models.vae._ssl import observation_log_prob
+from identrep.models.vae._elbo import VAEBatch, observation_log_prob
 
 if TYPE_CHECKING:
     from identrep.models.nn.sparse_coding import VSCModule
