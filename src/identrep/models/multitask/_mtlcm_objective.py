@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
+from scipy.linalg import lapack
 from torch import Tensor
 
 __all__ = ["ProfiledObjective", "solve_indicators"]
@@ -35,13 +37,58 @@ __all__ = ["ProfiledObjective", "solve_indicators"]
 _BLOCK_ELEMENTS = 2**20
 
 
-def _chol_inv(H: Tensor):
-    """Cholesky factor, log-determinant and inverse of a batch of SPD matrices."""
-    L, info = torch.linalg.cholesky_ex(H)
-    if bool((info != 0).any()):
-        raise torch.linalg.LinAlgError("H is not positive definite")
-    logdet = 2.0 * torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
-    return logdet, torch.cholesky_inverse(L)
+# On the CPU the batched d x d factorisations run through scipy's LAPACK one matrix
+# at a time: torch's CPU LAPACK here is MKL, whose batched Cholesky and inverse run
+# at about half the rate of scipy's OpenBLAS on this project's AMD machines
+# (docs/notes.md, branch wt-scale2). Other devices use torch's batched kernels.
+def _on_cpu(x: Tensor) -> bool:
+    return x.device.type == "cpu"
+
+
+def _mm(a: Tensor, b: Tensor) -> Tensor:
+    """Batched matrix product (numpy's BLAS on the CPU)."""
+    if _on_cpu(a):
+        return torch.from_numpy(np.matmul(a.numpy(), b.numpy()))
+    return a @ b
+
+
+def _chol_inv(v: Tensor, s2G: Tensor):
+    """Log-determinant and inverse of H = diag(v) + s2G for a batch of v (T, d)."""
+    H = s2G.repeat(len(v), 1, 1)
+    H.diagonal(dim1=1, dim2=2).add_(v)
+    if not _on_cpu(H):
+        L, info = torch.linalg.cholesky_ex(H)
+        if bool((info != 0).any()):
+            raise torch.linalg.LinAlgError("H is not positive definite")
+        logdet = 2.0 * torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
+        return logdet, torch.cholesky_inverse(L)
+    Hn = H.numpy()
+    diag = np.empty(Hn.shape[:2])
+    for i in range(len(Hn)):
+        # the transposed view is Fortran-ordered: LAPACK works in place, on the
+        # upper triangle of the C-ordered matrix
+        c, info = lapack.dpotrf(Hn[i].T, lower=1, clean=0, overwrite_a=1)
+        if info != 0:
+            raise torch.linalg.LinAlgError("H is not positive definite")
+        diag[i] = c.diagonal()
+        lapack.dpotri(c, lower=1, overwrite_c=1)
+    logdet = torch.from_numpy(2.0 * np.log(diag).sum(-1))
+    upper = torch.ones(H.shape[1:], dtype=torch.bool).triu()
+    return logdet, torch.where(upper, H, H.transpose(1, 2))
+
+
+def _newton_solve(Hs: Tensor, g: Tensor):
+    """Solutions of Hs x = g for a batch of symmetric systems and a mask of the
+    systems that are not positive definite (their x is meaningless)."""
+    if not _on_cpu(Hs):
+        Lh, info = torch.linalg.cholesky_ex(Hs)
+        return torch.cholesky_solve(g[:, :, None], Lh)[..., 0], info != 0
+    Hn, x = Hs.numpy(), g.clone()
+    xn, bad = x.numpy(), np.zeros(len(Hn), dtype=bool)
+    for i in range(len(Hn)):
+        _, _, info = lapack.dposv(Hn[i].T, xn[i], lower=1, overwrite_a=1, overwrite_b=1)
+        bad[i] = info != 0
+    return x, torch.from_numpy(bad)
 
 
 def solve_indicators(
@@ -65,28 +112,35 @@ def solve_indicators(
         Pd = torch.diagonal(P, dim1=-2, dim2=-1)
         v0 = (Pd / n[:, None] - s2 * torch.diagonal(G)).clamp(lo, 1.0)
     v = v0.clone()
-    eye = torch.eye(G.shape[0], dtype=G.dtype, device=G.device)
-    logdet, K = _chol_inv(torch.diag_embed(v) + s2 * G)
-    KP = K @ P
-    f = n * logdet + torch.diagonal(KP, dim1=-2, dim2=-1).sum(-1)
-    KPK = KP @ K
-    active = torch.arange(len(n), device=n.device)
+    s2G = s2 * G
+    logdet, K = _chol_inv(v, s2G)
+    # tr(K P) from the entries (K, P symmetric): O(d^2), so a trial point costs one
+    # factorisation; K P K (two products) only where a trial is accepted
+    f = n * logdet + (K * P).sum((1, 2))
+    KPK = _mm(_mm(K, P), K)
+    T = len(n)
+    active = torch.arange(T, device=n.device)
     for _ in range(max_iter):
-        va, Ka, KPKa, na, fa = v[active], K[active], KPK[active], n[active], f[active]
+        if len(active) == T:  # no copies while every task is still going
+            va, Ka, KPKa, na, fa = v, K, KPK, n, f
+        else:
+            va, Ka, KPKa = v[active], K[active], KPK[active]
+            na, fa = n[active], f[active]
         Kd = torch.diagonal(Ka, dim1=-2, dim2=-1)
         g = na[:, None] * Kd - torch.diagonal(KPKa, dim1=-2, dim2=-1)
         free = ~(((va <= lo) & (g > 0)) | ((va >= 1.0) & (g < 0)))
-        Hs = 2.0 * Ka * KPKa - na[:, None, None] * Ka * Ka
-        mask = free[:, :, None] & free[:, None, :]
-        Lh, info = torch.linalg.cholesky_ex(torch.where(mask, Hs, eye))
-        gf = torch.where(free, g, torch.zeros_like(g))
-        step = torch.cholesky_solve(gf[:, :, None], Lh)[..., 0]
-        bad = info != 0
+        Hs = Ka * (2.0 * KPKa - na[:, None, None] * Ka)
+        h = torch.diagonal(Hs, dim1=-2, dim2=-1).clone()
+        # the Newton system on the free block, the identity elsewhere
+        freef = free.to(Hs.dtype)
+        Hs.mul_(freef[:, :, None]).mul_(freef[:, None, :])
+        Hs.diagonal(dim1=1, dim2=2).add_(1.0 - freef)
+        gf = g * freef
+        step, bad = _newton_solve(Hs, gf)
         if bool(bad.any()):  # not convex on the free block: a scaled gradient step
-            h = torch.diagonal(Hs, dim1=-2, dim2=-1)
             h = h.clamp_min(1e-3 * na[:, None] * Kd**2)
             step = torch.where(bad[:, None], gf / h, step)
-        step = torch.where(free, step, torch.zeros_like(step))
+        step = step * freef
         # Newton decrement at the rounding level of f's terms: converged
         scale = (na * logdet[active].abs() + fa.abs()).clamp_min(1.0)
         going = (g * step).sum(-1) > rtol * scale
@@ -106,24 +160,26 @@ def solve_indicators(
         for _ in range(20):
             idx = active[todo]
             v_new = (va[todo] - t[todo, None] * step[todo]).clamp(lo, 1.0)
-            ld_new, K_new = _chol_inv(torch.diag_embed(v_new) + s2 * G)
-            KP_new = K_new @ P[idx]
-            f_new = na[todo] * ld_new + torch.diagonal(KP_new, dim1=-2, dim2=-1).sum(-1)
+            ld_new, K_new = _chol_inv(v_new, s2G)
+            P_new = P if len(idx) == T else P[idx]
+            f_new = na[todo] * ld_new + (K_new * P_new).sum((1, 2))
             ok = f_new <= fa[todo]
+            if len(idx) == T and bool(ok.all()):  # every task accepted: no copies
+                v, logdet, K, f = v_new, ld_new, K_new, f_new
+                KPK = _mm(_mm(K, P), K)
+                todo = todo[:0]
+                break
             done = idx[ok]
-            v[done], logdet[done], K[done], f[done] = (
-                v_new[ok],
-                ld_new[ok],
-                K_new[ok],
-                f_new[ok],
-            )
-            KPK[done] = KP_new[ok] @ K_new[ok]
+            v[done], logdet[done], f[done] = v_new[ok], ld_new[ok], f_new[ok]
+            K_ok = K_new[ok]
+            K[done] = K_ok
+            KPK[done] = _mm(_mm(K_ok, P_new[ok]), K_ok)
             todo = todo[~ok]
             if len(todo) == 0:
                 break
             t[todo] = 0.5 * t[todo]
         # tasks whose line search failed stop here
-        failed = torch.zeros(len(n), dtype=torch.bool, device=n.device)
+        failed = torch.zeros(T, dtype=torch.bool, device=n.device)
         failed[active[todo]] = True
         active = active[~failed[active]]
         if len(active) == 0:
