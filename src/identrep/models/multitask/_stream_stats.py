@@ -16,14 +16,19 @@ import numpy as np
 
 from identrep.exceptions import DataError
 from identrep.models.multitask._stats import TaskStats, power_of_two_unit
+from identrep.utils.validation import check_array, encode_task_ids
 
 __all__ = [
     "StatisticsAccumulator",
+    "array_statistics",
     "chunk_statistics",
     "dask_task_statistics",
     "is_dask_collection",
     "table_chunks",
 ]
+
+# per-task scatter entries (tasks x p x p) a chunk of ``array_statistics`` may hold
+_CHUNK_ENTRIES = 2**22
 
 
 def is_dask_collection(a) -> bool:
@@ -75,23 +80,31 @@ def chunk_statistics(X, y, task_ids, x_unit: float = 1.0, y_unit: float = 1.0):
             f"first at chunk row {int(np.argmax(bad))}); drop or impute them."
         )
     labels, inv, counts = np.unique(t, return_inverse=True, return_counts=True)
-    order = np.argsort(inv.reshape(-1), kind="stable")  # within the chunk only
-    Xs, ys = X[order] / x_unit, y[order] / y_unit
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    nb = counts.astype(np.float64)
-    mx = np.add.reduceat(Xs, starts, axis=0) / nb[:, None]
-    my = np.add.reduceat(ys, starts) / nb
-    rep = np.repeat(np.arange(len(labels)), counts)
-    Xs -= mx[rep]
-    ys -= my[rep]
-    p = X.shape[1]
-    Sxx = np.empty((len(labels), p, p))
-    for k, (a, n) in enumerate(zip(starts, counts, strict=True)):
-        Xk = Xs[a : a + n]
-        Sxx[k] = Xk.T @ Xk
-    sxy = np.add.reduceat(Xs * ys[:, None], starts, axis=0)
-    syy = np.add.reduceat(ys * ys, starts)
-    return labels, nb, mx, my, Sxx, sxy, syy
+    return _coded_statistics(X, y, labels, inv.reshape(-1), counts, x_unit, y_unit)
+
+
+def _coded_statistics(X, y, labels, inv, counts, x_unit, y_unit):
+    """:func:`chunk_statistics` of a chunk whose rows carry codes ``inv`` into
+    ``labels`` (``counts`` rows each).
+
+    Each task's rows are reduced with the same operations, in the same order, as
+    :func:`~identrep.models.multitask._stats.task_statistics` does, so a task whose
+    rows all lie in one chunk gets bit-identical statistics on either path."""
+    order = np.argsort(inv, kind="stable")  # within the chunk only
+    Xs, ys = X[order] / x_unit, y[order, None] / y_unit
+    T, p = len(labels), X.shape[1]
+    mx, my = np.empty((T, p)), np.empty(T)
+    Sxx, sxy, syy = np.empty((T, p, p)), np.empty((T, p)), np.empty(T)
+    a = 0
+    for k, n in enumerate(counts.tolist()):
+        Xk, yk = Xs[a : a + n], ys[a : a + n]
+        a += n
+        mxk, myk = Xk.mean(axis=0), yk.mean(axis=0)
+        Xk, yk = Xk - mxk, yk - myk
+        mx[k], my[k] = mxk, myk[0]
+        Sxx[k], sxy[k] = Xk.T @ Xk, (Xk.T @ yk)[:, 0]
+        syy[k] = np.einsum("ij,ij->j", yk, yk)[0]
+    return labels, counts.astype(np.float64), mx, my, Sxx, sxy, syy
 
 
 class StatisticsAccumulator:
@@ -197,6 +210,56 @@ class StatisticsAccumulator:
         units = {"x_unit": float(self.x_unit), "y_unit": float(self.y_unit)}
         stats = TaskStats(n=n, x_mean=mx, y_mean=my, Sxx=Sxx, sxy=sxy, syy=syy, **units)
         return stats, labels[order]
+
+
+def array_statistics(X, y, task_ids, *, chunk_rows: int = 65536):
+    """Per-task statistics of in-memory long-layout arrays, in one chunked pass.
+
+    The checks of :func:`~identrep.utils.validation.check_multitask` for the long
+    layout (shapes, finite values, label kinds) without its per-row arrays: task ids
+    are encoded ``chunk_rows`` rows at a time (no int64 codes of all rows, no sort of
+    all rows), so the memory beyond the input is O(T p^2 + chunk_rows p). The units
+    are those of :func:`~identrep.models.multitask._stats.task_statistics` with
+    ``x_unit=None, y_unit=None`` (powers of two above max |X|, max |y|).
+
+    Returns
+    -------
+    (TaskStats, labels)
+        Tasks in sorted label order, as :func:`encode_task_ids` orders them.
+    """
+    X = check_array(X, "X")
+    n = X.shape[0]
+    y = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    y = check_array(y, "y", ndim=1)
+    if y.shape[0] != n:
+        raise DataError(f"y must have shape ({n},) to match X; got {y.shape}.")
+    t = task_ids.to_numpy() if hasattr(task_ids, "to_numpy") else np.asarray(task_ids)
+    if t.ndim != 1 or t.shape[0] != n:
+        raise DataError(f"task_ids must have shape ({n},) to match X; got {t.shape}.")
+    acc = StatisticsAccumulator(power_of_two_unit(X), power_of_two_unit(y))
+    # a chunk's temporaries are (tasks in it, p, p): at most _CHUNK_ENTRIES entries
+    rows = max(1, min(int(chunk_rows), _CHUNK_ENTRIES // X.shape[1] ** 2))
+    kinds, dtypes = set(), []
+    for start in range(0, n, rows):
+        stop = min(start + rows, n)
+        codes, labels = encode_task_ids(t[start:stop], stop - start)
+        kinds.add("str" if labels.dtype.kind in "USO" else "number")
+        if len(kinds) > 1:
+            raise TypeError(
+                "task_ids must hold labels of one kind (all integers or all "
+                "strings); got a mix across rows."
+            )
+        dtypes.append(labels.dtype)
+        counts = np.bincount(codes, minlength=len(labels))
+        part = _coded_statistics(
+            X[start:stop], y[start:stop], labels, codes, counts, acc.x_unit, acc.y_unit
+        )
+        acc._merge_part(*part)
+        acc.n_rows += stop - start
+    stats, labels = acc.result()
+    return stats, np.asarray(labels, dtype=np.result_type(*dtypes))
 
 
 def _partition_accumulator(X, y, t, x_unit, y_unit):

@@ -23,6 +23,7 @@ from identrep.models.multitask._mtlcm_solver import (
 from identrep.models.multitask._stats import data_units, task_statistics
 from identrep.models.multitask._stream_stats import (
     StatisticsAccumulator,
+    array_statistics,
     dask_task_statistics,
     is_dask_collection,
 )
@@ -54,9 +55,13 @@ def _check_streamed(stats, tasks) -> None:
         )
     const = np.flatnonzero(stats.syy <= 1e-24 * stats.n * (stats.y_mean**2 + 1e-300))
     if const.size:
+        k = const[0]
         raise DataError(
-            f"The target of task {_plain(tasks[const[0]])} is constant; a constant "
-            "target carries no information about the latents. Drop the task."
+            f"The target of task {_plain(tasks[k])} is constant (value "
+            f"{stats.y_mean[k] * stats.y_unit:.6g}"
+            + (f"; {const.size} such tasks" if const.size > 1 else "")
+            + "); a constant target carries no information about the latents. "
+            "Drop the task."
         )
 
 
@@ -304,6 +309,12 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
         self._validate_params()
         self._check_fit_input(X, min_samples=2)
         self._check_y_given(y)
+        if task_ids is not None:  # long layout: chunked, no per-row task codes
+            stats, tasks = array_statistics(
+                X, y, task_ids, chunk_rows=int(self.chunk_size)
+            )
+            _check_streamed(stats, tasks)
+            return self._fit_statistics(stats, tasks, X, t_start)
         data = check_multitask(X, y, task_ids, min_samples=2)
         stats = task_statistics(
             data, chunk_size=int(self.chunk_size), x_unit=None, y_unit=None
