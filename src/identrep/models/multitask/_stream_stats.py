@@ -238,14 +238,15 @@ def array_statistics(X, y, task_ids, *, chunk_rows: int = 65536):
     t = task_ids.to_numpy() if hasattr(task_ids, "to_numpy") else np.asarray(task_ids)
     if t.ndim != 1 or t.shape[0] != n:
         raise DataError(f"task_ids must have shape ({n},) to match X; got {t.shape}.")
-    acc = StatisticsAccumulator(power_of_two_unit(X), power_of_two_unit(y))
+    units = power_of_two_unit(X, chunk_rows), power_of_two_unit(y, chunk_rows)
+    acc = StatisticsAccumulator(*units)
     # a chunk's temporaries are (tasks in it, p, p): at most _CHUNK_ENTRIES entries
     rows = max(1, min(int(chunk_rows), _CHUNK_ENTRIES // X.shape[1] ** 2))
     kinds, dtypes = set(), []
     for start in range(0, n, rows):
         stop = min(start + rows, n)
         codes, labels = encode_task_ids(t[start:stop], stop - start)
-        kinds.add("str" if labels.dtype.kind in "USO" else "number")
+        kinds.add(isinstance(labels[0], (str, bytes)))  # one kind within a chunk
         if len(kinds) > 1:
             raise TypeError(
                 "task_ids must hold labels of one kind (all integers or all "
