@@ -23,8 +23,10 @@ from functools import partial
 
 import numpy as np
 import torch
+from sklearn.utils.metaestimators import available_if
 from torch import Tensor, nn
 
+from identrep._typing import ArrayLike
 from identrep.exceptions import DataError
 from identrep.models.multitask._mtrn_loss import ObsBatch
 from identrep.models.multitask.heads.group_lasso import (
@@ -33,9 +35,16 @@ from identrep.models.multitask.heads.group_lasso import (
 )
 from identrep.utils.numerics import column_moments
 from identrep.utils.seeding import seeded
-from identrep.utils.validation import check_multitask
+from identrep.utils.validation import check_multitask, check_task_ids
 
-__all__ = ["MultinomialLassoHeads", "fit_multinomial", "multinomial_loss", "pad_tasks"]
+__all__ = [
+    "MultinomialHeadsMixin",
+    "MultinomialLassoHeads",
+    "fit_multinomial",
+    "multinomial_heads",
+    "multinomial_loss",
+    "pad_tasks",
+]
 
 #: tasks per final (float64) head solve
 _FINAL_CHUNK = 256
@@ -149,8 +158,18 @@ def final_multinomial_heads(
     return W[:, :d], W[:, d]
 
 
+def multinomial_heads(est, n_tasks: int, n_classes: int) -> MultinomialLassoHeads:
+    """Empty multinomial heads of ``est`` (an MTRN) in its ``dtype_``: the ones
+    ``fit`` trains, and the ones a saved model's state dict is loaded into."""
+    heads = MultinomialLassoHeads(
+        int(est.n_latents), int(n_tasks), int(n_classes), **est._inner_solver()
+    )
+    return heads.to(dtype=est.dtype_)
+
+
 def fit_multinomial(est, X, y, task_ids):
-    """``BilevelSparseMTL.fit`` with ``loss="multinomial"`` (see the module doc)."""
+    """``fit`` of an MTRN (or :class:`~identrep.BilevelSparseMTL`) with
+    ``heads="group_lasso"`` and ``loss="multinomial"`` (see the module doc)."""
     t_start = time.perf_counter()
     est._check_fit_input(X, min_samples=2)
     est._check_y_given(y)
@@ -177,7 +196,7 @@ def fit_multinomial(est, X, y, task_ids):
     stats = column_moments(data.X) if est._standardizes() else None
     with seeded(init_seed):
         net = est._build_module(p, T, est.dtype_, input_stats=stats, probe=data.X[:2])
-    net.heads = MultinomialLassoHeads(int(est.n_latents), T, K, **est._inner_solver())
+    net.heads = multinomial_heads(est, T, K)
     net = net.to(device=est.device_, dtype=est.dtype_)
     train_idx = np.arange(data.y.shape[0])
     Xt = est._tensor(data.X, est._x_dtype())
@@ -208,3 +227,54 @@ def fit_multinomial(est, X, y, task_ids):
     est.supports_ = np.linalg.norm(W, axis=-1) > 0
     est.fit_seconds_ = time.perf_counter() - t_start
     return est
+
+
+class MultinomialHeadsMixin:
+    """Classification outputs of an MTRN fitted with ``loss="multinomial"``:
+    ``predict_proba``, and the class predictions and accuracy that ``predict`` and
+    ``score`` return for such a model."""
+
+    def _check_classifier(self, what: str) -> None:
+        self._check_fitted()
+        if not hasattr(self, "classes_"):
+            raise DataError(
+                f"{what} needs a model fitted with loss='multinomial'; this one was "
+                f"fitted with loss={self.loss!r}."
+            )
+
+    @available_if(lambda self: self.loss == "multinomial")
+    def predict_proba(self, X: ArrayLike, task_ids: ArrayLike) -> np.ndarray:
+        """Class probabilities of every sample under its task's head
+        (``loss="multinomial"`` only).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        task_ids : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), columns in the order of
+        ``classes_``.
+        """
+        self._check_classifier("predict_proba")
+        X = self._check_X(X)
+        codes = check_task_ids(task_ids, X.shape[0], self.tasks_)
+        F = self._features(X)
+        logits = np.einsum("nd,ndk->nk", F, self.head_weights_[codes])
+        logits += self.head_bias_[codes]
+        logits -= logits.max(1, keepdims=True)
+        P = np.exp(logits)
+        return P / P.sum(1, keepdims=True)
+
+    def _predict_classes(self, X: ArrayLike, task_ids) -> np.ndarray:
+        """The most probable class of every sample under its task's head."""
+        if task_ids is None:
+            raise DataError("predict of a multinomial model needs task_ids.")
+        return self.classes_[self.predict_proba(X, task_ids).argmax(1)]
+
+    def _score_classes(self, X: ArrayLike, y: ArrayLike, task_ids) -> float:
+        """Accuracy over all samples."""
+        if task_ids is None:
+            raise DataError("score of a multinomial model needs task_ids.")
+        return float(np.mean(self._predict_classes(X, task_ids) == np.asarray(y)))
