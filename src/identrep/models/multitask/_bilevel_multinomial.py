@@ -28,6 +28,7 @@ from torch import Tensor, nn
 
 from identrep._typing import ArrayLike
 from identrep.exceptions import DataError
+from identrep.models.multitask._mtrn_batches import observation_batches
 from identrep.models.multitask._mtrn_loss import ObsBatch
 from identrep.models.multitask.heads.group_lasso import (
     group_lasso_multinomial,
@@ -100,16 +101,19 @@ class MultinomialLassoHeads(nn.Module):
         self.register_buffer("weight", torch.zeros(shape))
         self.solver = dict(tol=float(tol), max_iter=int(max_iter), diff=diff)
 
-    def solve(self, F: Tensor, labels: Tensor, tasks: Tensor, l1_reg: float):
-        """Heads of the tasks in ``tasks`` (codes per row) on features ``F``.
+    def solve(self, F: Tensor, labels: Tensor, tasks: Tensor, l1_reg: float, fit=None):
+        """Heads of the tasks in ``tasks`` (codes per row) on features ``F``, solved
+        on the rows where the bool mask ``fit`` is True (all when None).
 
         Returns the heads (n_unique, d + 1, K), the unique task codes and the local
         task index of every row.
         """
         uniq, local = torch.unique(tasks, return_inverse=True)
-        Fp, Yp, omega, _ = pad_tasks(
+        Fp, Yp, omega, pos = pad_tasks(
             F, labels, local, uniq.numel(), self.weight.shape[-1]
         )
+        if fit is not None:  # held-out rows weigh nothing in the inner problem
+            omega[local, pos] = fit.to(omega.dtype)
         lam = float(l1_reg) * lambda_max_multinomial(Fp.detach(), Yp, omega)
         W0 = self.weight[uniq].to(F.dtype)
         W, _ = group_lasso_multinomial(Fp, Yp, omega, lam, W0, **self.solver)
@@ -121,15 +125,22 @@ class MultinomialLassoHeads(nn.Module):
 def multinomial_loss(module, batch: ObsBatch, *, l1_reg: float):
     """Mean cross-entropy of a batch of whole tasks under their lasso heads.
 
-    ``batch.y`` holds class codes (as floats); returns (loss, n_observations).
+    ``batch.y`` holds class codes (as floats). Heads are solved on the rows of
+    ``batch.fit`` and the loss averages over those of ``batch.score`` (all rows
+    when None: validation batches solve on a task's training rows and score its
+    held-out ones). Returns (loss, number of scored observations).
     """
     F = module(batch.x)
     labels = batch.y.long()
-    W, _, local = module.heads.solve(F, labels, batch.task, l1_reg)
+    W, _, local = module.heads.solve(F, labels, batch.task, l1_reg, fit=batch.fit)
     F1 = torch.cat([F, F.new_ones(F.shape[0], 1)], 1)
     logits = torch.einsum("nm,nmk->nk", F1, W[local])
-    loss = nn.functional.cross_entropy(logits, labels)
-    return loss, torch.tensor(labels.numel())
+    if batch.score is None:
+        loss = nn.functional.cross_entropy(logits, labels)
+        return loss, torch.tensor(labels.numel())
+    ce = nn.functional.cross_entropy(logits, labels, reduction="none")
+    n = batch.score.sum()
+    return torch.where(batch.score, ce, 0.0).sum() / n.clamp_min(1), n
 
 
 @torch.no_grad()
@@ -192,27 +203,32 @@ def fit_multinomial(est, X, y, task_ids):
         X, codes.astype(float), task_ids, min_samples=1, check_constant=False
     )
     p, T, K = data.X.shape[1], data.n_tasks, int(classes.size)
-    _, (init_seed, batch_seed) = est._start_fit(2)
+    rng, (init_seed, batch_seed) = est._start_fit(2)
     stats = column_moments(data.X) if est._standardizes() else None
     with seeded(init_seed):
         net = est._build_module(p, T, est.dtype_, input_stats=stats, probe=data.X[:2])
     net.heads = multinomial_heads(est, T, K)
     net = net.to(device=est.device_, dtype=est.dtype_)
-    train_idx = np.arange(data.y.shape[0])
-    Xt = est._tensor(data.X, est._x_dtype())
-    rows = torch.as_tensor(data.rows, device=est.device_)
-    yt = est._tensor(data.y)
-    tt = torch.as_tensor(data.task_ids, device=est.device_)
-
-    def collate(i):
-        return ObsBatch(Xt[rows[i]], yt[i], tt[i], None, None)
-
-    batches = est._batches(train_idx, collate, seed=batch_seed, groups=data.task_ids)
+    train_idx, val_idx = est._split(data.task_ids, rng)
+    # whole tasks per batch (as ridge heads); validation: solve on a task's
+    # training rows, score its held-out ones
+    train_b, val_b = observation_batches(
+        est._batches,
+        data,
+        data.y,
+        train_idx,
+        val_idx,
+        est._tensor(data.X, est._x_dtype()),
+        batch_seed,
+        ridge=True,
+        dtype=est.dtype_,
+    )
     est.history_ = est._fit_module(
         net,
         partial(multinomial_loss, l1_reg=float(est.l1_reg)),
-        batches,
-        desc="BilevelSparseMTL[multinomial]",
+        train_b,
+        val_b,
+        desc=f"{type(est).__name__}[multinomial]",
     )
     est.module_ = net.eval()
     F = est._features(data.X)[data.rows]

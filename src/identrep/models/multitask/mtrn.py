@@ -120,6 +120,10 @@ class MTRN(
         must stay in their units; see ``standardize_inputs``).
     heads : {"joint", "ridge", "group_lasso"}, default="joint"
         Task-head solver.
+    loss : {"squared", "multinomial"}, default="squared"
+        Regression, or (``heads="group_lasso"`` only) classification: ``y`` are
+        class labels (long layout), the heads multinomial group lassos (see
+        :class:`~identrep.BilevelSparseMTL`), with ``predict_proba``.
     l1_reg : float in (0, 1), default=0.3
         Lasso penalty of ``heads="group_lasso"``, as a fraction of each task's
         lambda_max (the smallest penalty with all-zero weights).

@@ -12,6 +12,11 @@ import identrep as ir
 from identrep.datasets import SparseTaskSampler
 from identrep.exceptions import DataError, InvalidParameterError
 from identrep.models.multitask._bilevel_fresh import FreshBatch, fresh_task_loss
+from identrep.models.multitask._bilevel_multinomial import (
+    multinomial_heads,
+    multinomial_loss,
+)
+from identrep.models.multitask._mtrn_loss import ObsBatch
 from identrep.persistence import load_model, save_model
 
 TINY = dict(n_latents=3, hidden_sizes=(16,), max_epochs=2)
@@ -206,3 +211,40 @@ def test_mtrn_multinomial_needs_lasso_heads_and_regression_has_no_proba(data):
     )
     assert not hasattr(r, "predict_proba") and not hasattr(r, "classes_")
     assert r.predict(data.X, data.task_ids).dtype == np.float64
+
+
+@pytest.mark.filterwarnings("ignore::identrep.exceptions.ConvergenceWarning")
+def test_multinomial_validation_split_scores_held_out_rows(classes):
+    """With val_fraction, MTRN's multinomial heads train on a split and report a
+    validation loss; the masked loss solves heads on the ``fit`` rows only and
+    scores the ``score`` rows (checked against solving on the fit rows alone)."""
+    m = ir.MTRN(
+        heads="group_lasso",
+        loss="multinomial",
+        val_fraction=0.3,
+        patience=5,
+        random_state=0,
+        **TINY,
+    ).fit(classes.X, classes.y, task_ids=classes.task_ids)
+    assert np.isfinite(m.history_["val_loss"]).all()
+    assert len(m.history_["val_loss"]) == 2 and m.validation_index_.size > 0
+
+    torch.manual_seed(0)
+    net = m._empty_module().double().train()
+    heads = multinomial_heads(m, 2, 3).double()
+    net.heads = heads
+    x = torch.randn(60, classes.X.shape[1], dtype=torch.float64)
+    labels = torch.randint(3, (60,))
+    task = torch.arange(2).repeat_interleave(30)
+    fit = torch.rand(60) < 0.7
+    batch = ObsBatch(x, labels.double(), task, fit, ~fit)
+    with torch.no_grad():
+        F = net(x)  # the same batch statistics as inside the loss
+        loss_m, n = multinomial_loss(net, batch, l1_reg=0.3)
+        heads.weight.zero_()
+        W, _, _ = heads.solve(F[fit], labels[fit], task[fit], 0.3)
+    F1 = torch.cat([F, torch.ones(60, 1, dtype=F.dtype)], 1)
+    logits = torch.einsum("nm,nmk->nk", F1[~fit], W[task[~fit]])
+    expected = torch.nn.functional.cross_entropy(logits, labels[~fit])
+    assert int(n) == int((~fit).sum())
+    assert float(loss_m) == pytest.approx(float(expected), rel=1e-6)
