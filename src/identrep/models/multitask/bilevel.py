@@ -50,6 +50,14 @@ class BilevelSparseMTL(MTRN):
     solution with maximally sparse heads identifies the latents up to permutation
     and scaling, even when they are correlated (Lachapelle et al., 2023).
 
+    The authors draw new tasks at every outer step; pass a task sampler to
+    ``fit`` (``task_sampler=SparseTaskSampler.from_data(data)``, see
+    :class:`identrep.datasets.SparseTaskSampler`) to do the same: every step then
+    takes ``batch_size // n_samples`` fresh tasks on rows of ``X`` and solves
+    their heads cold. Saved and loaded with
+    :func:`identrep.persistence.save_model` and :func:`~identrep.persistence.load_model`
+    (a callable ``extractor`` cannot be saved).
+
     Parameters
     ----------
     n_latents : int, default=10
