@@ -11,7 +11,11 @@ from identrep.datasets.shapes import (
     sample_shapes_factors,
 )
 from identrep.datasets.sparse_factors import SparseFactorData, make_sparse_factors
-from identrep.datasets.sparse_tasks import make_sparse_tasks
+from identrep.datasets.sparse_tasks import (
+    SparseTaskSampler,
+    TaskDraw,
+    make_sparse_tasks,
+)
 from identrep.datasets.superconductivity import (
     compute_superconductivity_features,
     load_superconductivity,
@@ -37,6 +41,8 @@ __all__ = [
     "MoleculeData",
     "MovieLensData",
     "SparseFactorData",
+    "SparseTaskSampler",
+    "TaskDraw",
     "TaskData",
     "TopicShiftData",
     "ZeiselData",

@@ -17,6 +17,7 @@ supports were denser than Bernoulli(p) (reference/baselines.md, section 4.5).
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from identrep.exceptions import InvalidParameterError
 from identrep.utils._param_validation import Interval, StrOptions, validate_params
 from identrep.utils.seeding import check_random_state
 
-__all__ = ["make_sparse_tasks"]
+__all__ = ["SparseTaskSampler", "TaskDraw", "make_sparse_tasks"]
 
 _LEAK = 0.2
 
@@ -144,10 +145,7 @@ def make_sparse_tasks(
     rho = float(correlation)
     cov = (1 - rho) * np.eye(d) + rho * np.ones((d, d))
     L = np.linalg.cholesky(cov)
-    causal = rng.random((T, d)) < support_prob
-    while not causal.any(1).all():
-        empty = ~causal.any(1)
-        causal[empty] = rng.random((int(empty.sum()), d)) < support_prob
+    causal = _supports(rng, T, d, support_prob)
     Z = rng.standard_normal((T, n, d)) @ L.T
 
     params = dict(
@@ -196,3 +194,130 @@ def make_sparse_tasks(
         noise_std=noise_std,
         params=params,
     )
+
+
+class TaskDraw(NamedTuple):
+    """Fresh tasks drawn by :meth:`SparseTaskSampler.sample`.
+
+    ``rows`` (n_tasks, n_samples) indices into the sampler's pool (the rows of the
+    ``X`` it was built for), ``y`` (n_tasks, n_samples) targets, ``causal``
+    (n_tasks, d) bool supports, ``weights`` (n_tasks, d) regression weights.
+    """
+
+    rows: np.ndarray
+    y: np.ndarray
+    causal: np.ndarray
+    weights: np.ndarray
+
+
+def _supports(rng, n_tasks: int, d: int, prob: float) -> np.ndarray:
+    """Bernoulli(prob) supports, empty ones redrawn (as ``make_sparse_tasks``)."""
+    causal = rng.random((n_tasks, d)) < prob
+    while not causal.any(1).all():
+        empty = ~causal.any(1)
+        causal[empty] = rng.random((int(empty.sum()), d)) < prob
+    return causal
+
+
+class SparseTaskSampler:
+    """New sparse regression tasks on a fixed pool of latents, on demand.
+
+    The authors of the bilevel learner draw new tasks at every outer step; this
+    sampler does the same on the latents ``Z`` of a finite pool of inputs (e.g.
+    ``data.Z`` of :func:`make_sparse_tasks`, whose rows are those of ``data.X``):
+    every task picks ``n_samples`` distinct pool rows uniformly at random, a
+    support with each latent in it with probability ``support_prob`` (an empty
+    draw is redrawn), N(0, 1) weights on it, and targets ``y = Z w + eps`` with the
+    noise rescaled so that ``||eps|| = noise_ratio * ||Z w||``, as in
+    :func:`make_sparse_tasks`. Tasks are independent of each other, also within
+    one call. Pass it to ``BilevelSparseMTL.fit(..., task_sampler=...)``.
+
+    Parameters
+    ----------
+    Z : array-like of shape (n_pool, n_latents)
+        Latents of the pool rows.
+    n_samples : int, default=50
+        Samples per task (at most ``n_pool``).
+    support_prob : float in (0, 1], default=0.5
+    noise_ratio : float, default=0.1
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from identrep.datasets import SparseTaskSampler, make_sparse_tasks
+    >>> data = make_sparse_tasks(n_tasks=20, n_samples=10, random_state=0)
+    >>> sampler = SparseTaskSampler.from_data(data)
+    >>> draw = sampler.sample(4, np.random.default_rng(0))
+    >>> draw.rows.shape, draw.y.shape, draw.causal.shape
+    ((4, 10), (4, 10), (4, 6))
+    """
+
+    def __init__(self, Z, *, n_samples=50, support_prob=0.5, noise_ratio=0.1):
+        Z = np.asarray(Z, dtype=float)
+        if Z.ndim != 2 or not np.isfinite(Z).all():
+            raise InvalidParameterError(
+                f"Z must be a finite 2-D array (n_pool, n_latents); got shape "
+                f"{Z.shape}{'' if np.isfinite(Z).all() else ' with non-finite values'}."
+            )
+        checks = {
+            "n_samples": (n_samples, Interval(Integral, 2, Z.shape[0], closed="both")),
+            "support_prob": (support_prob, Interval(Real, 0, 1, closed="right")),
+            "noise_ratio": (noise_ratio, Interval(Real, 0, None, closed="left")),
+        }
+        for name, (value, constraint) in checks.items():
+            if not constraint.is_satisfied_by(value):
+                raise InvalidParameterError(
+                    f"SparseTaskSampler: {name} must be {constraint} (the pool has "
+                    f"{Z.shape[0]} rows); got {value!r}."
+                )
+        self.Z = Z
+        self.n_samples = int(n_samples)
+        self.support_prob = float(support_prob)
+        self.noise_ratio = float(noise_ratio)
+
+    @classmethod
+    def from_data(cls, data: TaskData, **overrides) -> SparseTaskSampler:
+        """The sampler of ``data``'s process (from :func:`make_sparse_tasks`) on
+        its latents: same samples per task, support probability and noise ratio
+        unless ``overrides`` change them."""
+        params = data.params
+        if params.get("n_classes") is not None:
+            raise InvalidParameterError(
+                "SparseTaskSampler draws regression tasks; data has "
+                f"n_classes={params['n_classes']}."
+            )
+        kw = dict(
+            n_samples=params["n_samples"],
+            support_prob=params["support_prob"],
+            noise_ratio=params["noise_ratio"],
+        )
+        return cls(data.Z, **{**kw, **overrides})
+
+    @property
+    def n_pool(self) -> int:
+        """Number of pool rows (the rows of the matching ``X``)."""
+        return self.Z.shape[0]
+
+    def sample(self, n_tasks: int, rng: np.random.Generator) -> TaskDraw:
+        """Draw ``n_tasks`` new tasks with the generator ``rng``."""
+        T, n, d = int(n_tasks), self.n_samples, self.Z.shape[1]
+        # distinct rows per task: the first n of a random key order would cost
+        # O(n_pool) per task; redraw the rare tasks that repeat a row instead
+        rows = rng.integers(0, self.n_pool, (T, n))
+        dup = _has_duplicates(rows)
+        while dup.any():
+            rows[dup] = rng.integers(0, self.n_pool, (int(dup.sum()), n))
+            dup = _has_duplicates(rows)
+        causal = _supports(rng, T, d, self.support_prob)
+        weights = rng.standard_normal((T, d)) * causal
+        signal = np.einsum("tnd,td->tn", self.Z[rows], weights)
+        eps = rng.standard_normal((T, n))
+        scale = self.noise_ratio * np.linalg.norm(signal, axis=1)
+        y = signal + (scale / np.linalg.norm(eps, axis=1))[:, None] * eps
+        return TaskDraw(rows, y, causal, weights)
+
+
+def _has_duplicates(rows: np.ndarray) -> np.ndarray:
+    """Per row of ``rows``, whether it repeats a value."""
+    s = np.sort(rows, axis=1)
+    return (s[:, 1:] == s[:, :-1]).any(1)

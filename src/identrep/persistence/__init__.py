@@ -160,7 +160,8 @@ def save_model(
 
     Parameters
     ----------
-    model : MTLCM, MTRN, TaskIdentifiable or another registered estimator
+    model : MTLCM, MTRN, BilevelSparseMTL, TaskIdentifiable or another registered
+        estimator
         A fitted estimator. If it has ``feature_names_in_`` they are also listed
         in the manifest.
     path : path-like

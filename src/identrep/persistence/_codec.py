@@ -293,11 +293,15 @@ def _get(store, key: str):
 
 # --------------------------------------------------------------------- builders
 def _register_builtin() -> None:
-    from identrep.models import MTLCM, MTRN, TaskIdentifiable
+    from identrep.models import MTLCM, MTRN, BilevelSparseMTL, TaskIdentifiable
 
     register_estimator(MTLCM)
     # MTRN builds its own network, with the construction fit uses
     register_estimator(MTRN, modules={"module_": methodcaller("_empty_module")})
+    # as MTRN; its _empty_module also rebuilds multinomial heads
+    register_estimator(
+        BilevelSparseMTL, modules={"module_": methodcaller("_empty_module")}
+    )
     register_estimator(TaskIdentifiable)
 
 

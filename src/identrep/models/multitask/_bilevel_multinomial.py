@@ -23,9 +23,12 @@ from functools import partial
 
 import numpy as np
 import torch
+from sklearn.utils.metaestimators import available_if
 from torch import Tensor, nn
 
+from identrep._typing import ArrayLike
 from identrep.exceptions import DataError
+from identrep.models.multitask._mtrn_batches import observation_batches
 from identrep.models.multitask._mtrn_loss import ObsBatch
 from identrep.models.multitask.heads.group_lasso import (
     group_lasso_multinomial,
@@ -33,9 +36,16 @@ from identrep.models.multitask.heads.group_lasso import (
 )
 from identrep.utils.numerics import column_moments
 from identrep.utils.seeding import seeded
-from identrep.utils.validation import check_multitask
+from identrep.utils.validation import check_multitask, check_task_ids
 
-__all__ = ["MultinomialLassoHeads", "fit_multinomial", "multinomial_loss", "pad_tasks"]
+__all__ = [
+    "MultinomialHeadsMixin",
+    "MultinomialLassoHeads",
+    "fit_multinomial",
+    "multinomial_heads",
+    "multinomial_loss",
+    "pad_tasks",
+]
 
 #: tasks per final (float64) head solve
 _FINAL_CHUNK = 256
@@ -91,16 +101,19 @@ class MultinomialLassoHeads(nn.Module):
         self.register_buffer("weight", torch.zeros(shape))
         self.solver = dict(tol=float(tol), max_iter=int(max_iter), diff=diff)
 
-    def solve(self, F: Tensor, labels: Tensor, tasks: Tensor, l1_reg: float):
-        """Heads of the tasks in ``tasks`` (codes per row) on features ``F``.
+    def solve(self, F: Tensor, labels: Tensor, tasks: Tensor, l1_reg: float, fit=None):
+        """Heads of the tasks in ``tasks`` (codes per row) on features ``F``, solved
+        on the rows where the bool mask ``fit`` is True (all when None).
 
         Returns the heads (n_unique, d + 1, K), the unique task codes and the local
         task index of every row.
         """
         uniq, local = torch.unique(tasks, return_inverse=True)
-        Fp, Yp, omega, _ = pad_tasks(
+        Fp, Yp, omega, pos = pad_tasks(
             F, labels, local, uniq.numel(), self.weight.shape[-1]
         )
+        if fit is not None:  # held-out rows weigh nothing in the inner problem
+            omega[local, pos] = fit.to(omega.dtype)
         lam = float(l1_reg) * lambda_max_multinomial(Fp.detach(), Yp, omega)
         W0 = self.weight[uniq].to(F.dtype)
         W, _ = group_lasso_multinomial(Fp, Yp, omega, lam, W0, **self.solver)
@@ -112,15 +125,22 @@ class MultinomialLassoHeads(nn.Module):
 def multinomial_loss(module, batch: ObsBatch, *, l1_reg: float):
     """Mean cross-entropy of a batch of whole tasks under their lasso heads.
 
-    ``batch.y`` holds class codes (as floats); returns (loss, n_observations).
+    ``batch.y`` holds class codes (as floats). Heads are solved on the rows of
+    ``batch.fit`` and the loss averages over those of ``batch.score`` (all rows
+    when None: validation batches solve on a task's training rows and score its
+    held-out ones). Returns (loss, number of scored observations).
     """
     F = module(batch.x)
     labels = batch.y.long()
-    W, _, local = module.heads.solve(F, labels, batch.task, l1_reg)
+    W, _, local = module.heads.solve(F, labels, batch.task, l1_reg, fit=batch.fit)
     F1 = torch.cat([F, F.new_ones(F.shape[0], 1)], 1)
     logits = torch.einsum("nm,nmk->nk", F1, W[local])
-    loss = nn.functional.cross_entropy(logits, labels)
-    return loss, torch.tensor(labels.numel())
+    if batch.score is None:
+        loss = nn.functional.cross_entropy(logits, labels)
+        return loss, torch.tensor(labels.numel())
+    ce = nn.functional.cross_entropy(logits, labels, reduction="none")
+    n = batch.score.sum()
+    return torch.where(batch.score, ce, 0.0).sum() / n.clamp_min(1), n
 
 
 @torch.no_grad()
@@ -149,8 +169,18 @@ def final_multinomial_heads(
     return W[:, :d], W[:, d]
 
 
+def multinomial_heads(est, n_tasks: int, n_classes: int) -> MultinomialLassoHeads:
+    """Empty multinomial heads of ``est`` (an MTRN) in its ``dtype_``: the ones
+    ``fit`` trains, and the ones a saved model's state dict is loaded into."""
+    heads = MultinomialLassoHeads(
+        int(est.n_latents), int(n_tasks), int(n_classes), **est._inner_solver()
+    )
+    return heads.to(dtype=est.dtype_)
+
+
 def fit_multinomial(est, X, y, task_ids):
-    """``BilevelSparseMTL.fit`` with ``loss="multinomial"`` (see the module doc)."""
+    """``fit`` of an MTRN (or :class:`~identrep.BilevelSparseMTL`) with
+    ``heads="group_lasso"`` and ``loss="multinomial"`` (see the module doc)."""
     t_start = time.perf_counter()
     est._check_fit_input(X, min_samples=2)
     est._check_y_given(y)
@@ -173,27 +203,32 @@ def fit_multinomial(est, X, y, task_ids):
         X, codes.astype(float), task_ids, min_samples=1, check_constant=False
     )
     p, T, K = data.X.shape[1], data.n_tasks, int(classes.size)
-    _, (init_seed, batch_seed) = est._start_fit(2)
+    rng, (init_seed, batch_seed) = est._start_fit(2)
     stats = column_moments(data.X) if est._standardizes() else None
     with seeded(init_seed):
         net = est._build_module(p, T, est.dtype_, input_stats=stats, probe=data.X[:2])
-    net.heads = MultinomialLassoHeads(int(est.n_latents), T, K, **est._inner_solver())
+    net.heads = multinomial_heads(est, T, K)
     net = net.to(device=est.device_, dtype=est.dtype_)
-    train_idx = np.arange(data.y.shape[0])
-    Xt = est._tensor(data.X, est._x_dtype())
-    rows = torch.as_tensor(data.rows, device=est.device_)
-    yt = est._tensor(data.y)
-    tt = torch.as_tensor(data.task_ids, device=est.device_)
-
-    def collate(i):
-        return ObsBatch(Xt[rows[i]], yt[i], tt[i], None, None)
-
-    batches = est._batches(train_idx, collate, seed=batch_seed, groups=data.task_ids)
+    train_idx, val_idx = est._split(data.task_ids, rng)
+    # whole tasks per batch (as ridge heads); validation: solve on a task's
+    # training rows, score its held-out ones
+    train_b, val_b = observation_batches(
+        est._batches,
+        data,
+        data.y,
+        train_idx,
+        val_idx,
+        est._tensor(data.X, est._x_dtype()),
+        batch_seed,
+        ridge=True,
+        dtype=est.dtype_,
+    )
     est.history_ = est._fit_module(
         net,
         partial(multinomial_loss, l1_reg=float(est.l1_reg)),
-        batches,
-        desc="BilevelSparseMTL[multinomial]",
+        train_b,
+        val_b,
+        desc=f"{type(est).__name__}[multinomial]",
     )
     est.module_ = net.eval()
     F = est._features(data.X)[data.rows]
@@ -208,3 +243,54 @@ def fit_multinomial(est, X, y, task_ids):
     est.supports_ = np.linalg.norm(W, axis=-1) > 0
     est.fit_seconds_ = time.perf_counter() - t_start
     return est
+
+
+class MultinomialHeadsMixin:
+    """Classification outputs of an MTRN fitted with ``loss="multinomial"``:
+    ``predict_proba``, and the class predictions and accuracy that ``predict`` and
+    ``score`` return for such a model."""
+
+    def _check_classifier(self, what: str) -> None:
+        self._check_fitted()
+        if not hasattr(self, "classes_"):
+            raise DataError(
+                f"{what} needs a model fitted with loss='multinomial'; this one was "
+                f"fitted with loss={self.loss!r}."
+            )
+
+    @available_if(lambda self: self.loss == "multinomial")
+    def predict_proba(self, X: ArrayLike, task_ids: ArrayLike) -> np.ndarray:
+        """Class probabilities of every sample under its task's head
+        (``loss="multinomial"`` only).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        task_ids : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), columns in the order of
+        ``classes_``.
+        """
+        self._check_classifier("predict_proba")
+        X = self._check_X(X)
+        codes = check_task_ids(task_ids, X.shape[0], self.tasks_)
+        F = self._features(X)
+        logits = np.einsum("nd,ndk->nk", F, self.head_weights_[codes])
+        logits += self.head_bias_[codes]
+        logits -= logits.max(1, keepdims=True)
+        P = np.exp(logits)
+        return P / P.sum(1, keepdims=True)
+
+    def _predict_classes(self, X: ArrayLike, task_ids) -> np.ndarray:
+        """The most probable class of every sample under its task's head."""
+        if task_ids is None:
+            raise DataError("predict of a multinomial model needs task_ids.")
+        return self.classes_[self.predict_proba(X, task_ids).argmax(1)]
+
+    def _score_classes(self, X: ArrayLike, y: ArrayLike, task_ids) -> float:
+        """Accuracy over all samples."""
+        if task_ids is None:
+            raise DataError("score of a multinomial model needs task_ids.")
+        return float(np.mean(self._predict_classes(X, task_ids) == np.asarray(y)))

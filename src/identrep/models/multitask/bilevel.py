@@ -9,17 +9,23 @@ extractor through the implicit gradient of those solutions.
 
 from __future__ import annotations
 
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils.metaestimators import available_if
 
-from identrep._typing import ArrayLike, Seed
-from identrep.exceptions import DataError
-from identrep.models.multitask._bilevel_multinomial import fit_multinomial
+from identrep._typing import Seed
+from identrep.exceptions import InvalidParameterError
+from identrep.models.multitask._bilevel_fresh import (
+    FreshBatch,
+    FreshTaskBatches,
+    check_task_sampler,
+    fresh_task_loss,
+)
+from identrep.models.multitask._mtrn_stream import HostRows
 from identrep.models.multitask.mtrn import MTRN
 from identrep.utils._param_validation import Interval, StrOptions
-from identrep.utils.validation import check_task_ids
+from identrep.utils.seeding import check_random_state
 
 __all__ = ["BilevelSparseMTL"]
 
@@ -43,6 +49,14 @@ class BilevelSparseMTL(MTRN):
     on their support. When tasks use varying sparse subsets of the latents, a
     solution with maximally sparse heads identifies the latents up to permutation
     and scaling, even when they are correlated (Lachapelle et al., 2023).
+
+    The authors draw new tasks at every outer step; pass a task sampler to
+    ``fit`` (``task_sampler=SparseTaskSampler.from_data(data)``, see
+    :class:`identrep.datasets.SparseTaskSampler`) to do the same: every step then
+    takes ``batch_size // n_samples`` fresh tasks on rows of ``X`` and solves
+    their heads cold. Saved and loaded with
+    :func:`identrep.persistence.save_model` and :func:`~identrep.persistence.load_model`
+    (a callable ``extractor`` cannot be saved).
 
     Parameters
     ----------
@@ -179,7 +193,7 @@ class BilevelSparseMTL(MTRN):
             diff=self.inner_diff,
         )
 
-    def fit(self, X, y, *, task_ids=None):
+    def fit(self, X, y, *, task_ids=None, task_sampler=None):
         """Train the extractor through the tasks' lasso heads (see the class doc).
 
         Parameters
@@ -189,69 +203,65 @@ class BilevelSparseMTL(MTRN):
             Long layout with ``task_ids``, or wide with NaN = unobserved; class
             labels (long layout) for ``loss="multinomial"``.
         task_ids : array-like of shape (n_samples,), optional
+        task_sampler : object, optional
+            Fresh tasks at every outer step (the authors' training), e.g.
+            :class:`identrep.datasets.SparseTaskSampler` built on the latents of
+            the rows of ``X``: each step draws ``batch_size // n_samples`` new
+            tasks on rows of ``X`` and solves their heads cold; an epoch is as
+            many steps as a pass over ``(X, y, task_ids)`` takes. ``(X, y,
+            task_ids)`` then give the validation split and the final heads
+            (``head_weights_``). Regression (``loss="squared"``) only.
 
         Returns
         -------
         self
         """
         if self.loss == "multinomial":
-            self._validate_params()
-            self.__dict__.pop("classes_", None)
-            return fit_multinomial(self, X, y, task_ids)
-        self.__dict__.pop("classes_", None)
-        super().fit(X, y, task_ids=task_ids)
+            if task_sampler is not None:
+                raise InvalidParameterError(
+                    "task_sampler draws regression tasks; it needs loss='squared', "
+                    "got loss='multinomial'."
+                )
+            return super().fit(X, y, task_ids=task_ids)
+        self._fresh = None
+        if task_sampler is not None:
+            Xa = X.to_numpy() if hasattr(X, "to_numpy") else np.asarray(X)
+            n_rows = Xa.shape[0] if Xa.ndim == 2 else -1
+            bs = int(self.batch_size) if isinstance(self.batch_size, Integral) else 0
+            tasks = check_task_sampler(task_sampler, n_rows, bs)
+            # the draws' seed; an int random_state leaves the init unchanged
+            seed = int(check_random_state(self.random_state).integers(2**31 - 1))
+            self._fresh = (task_sampler, Xa, tasks, seed)
+        try:
+            super().fit(X, y, task_ids=task_ids)
+        finally:
+            self._fresh = None
         self.supports_ = np.asarray(self.head_weights_ != 0)
         return self
 
-    # ------------------------------------------------------- classification
-    def _check_classifier(self, what: str) -> None:
-        self._check_fitted()
-        if not hasattr(self, "classes_"):
-            raise DataError(
-                f"{what} needs a model fitted with loss='multinomial'; this one was "
-                f"fitted with loss={self.loss!r}."
+    def _fit_module(self, module, loss_fn, train_batches, val_batches=None, **kw):
+        """With a task sampler, train on fresh tasks (as many steps per epoch as
+        ``train_batches`` has); ``val_batches`` keep the fixed tasks' loss."""
+        if getattr(self, "_fresh", None) is None:
+            return super()._fit_module(
+                module, loss_fn, train_batches, val_batches, **kw
             )
+        sampler, Xa, n_tasks, seed = self._fresh
+        fresh = FreshTaskBatches(
+            sampler,
+            HostRows(Xa, self._x_dtype(), self.device_),
+            n_tasks=n_tasks,
+            n_steps=len(train_batches),
+            seed=seed,
+            standardize=bool(self.standardize_targets),
+            dtype=self.dtype_,
+            device=self.device_,
+        )
+        fresh_loss = partial(fresh_task_loss, l1_reg=float(self.l1_reg))
 
-    @available_if(lambda self: self.loss == "multinomial")
-    def predict_proba(self, X: ArrayLike, task_ids: ArrayLike) -> np.ndarray:
-        """Class probabilities of every sample under its task's head
-        (``loss="multinomial"`` only).
+        def loss(net, batch):
+            if isinstance(batch, FreshBatch):
+                return fresh_loss(net, batch)
+            return loss_fn(net, batch)
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        task_ids : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes), columns in the order of
-        ``classes_``.
-        """
-        self._check_classifier("predict_proba")
-        X = self._check_X(X)
-        codes = check_task_ids(task_ids, X.shape[0], self.tasks_)
-        F = self._features(X)
-        logits = np.einsum("nd,ndk->nk", F, self.head_weights_[codes])
-        logits += self.head_bias_[codes]
-        logits -= logits.max(1, keepdims=True)
-        P = np.exp(logits)
-        return P / P.sum(1, keepdims=True)
-
-    def predict(self, X: ArrayLike, task_ids: ArrayLike | None = None) -> np.ndarray:
-        """Predicted targets (regression, as :meth:`MTRN.predict`) or, for
-        ``loss="multinomial"``, the most probable class of every sample under its
-        task's head (``task_ids`` required)."""
-        if not hasattr(self, "classes_"):
-            return super().predict(X, task_ids)
-        if task_ids is None:
-            raise DataError("predict of a multinomial model needs task_ids.")
-        return self.classes_[self.predict_proba(X, task_ids).argmax(1)]
-
-    def score(self, X: ArrayLike, y: ArrayLike, *, task_ids=None) -> float:
-        """R^2 averaged over tasks (regression, as :meth:`MTRN.score`) or, for
-        ``loss="multinomial"``, the accuracy over all samples."""
-        if not hasattr(self, "classes_"):
-            return super().score(X, y, task_ids=task_ids)
-        if task_ids is None:
-            raise DataError("score of a multinomial model needs task_ids.")
-        return float(np.mean(self.predict(X, task_ids) == np.asarray(y)))
+        return super()._fit_module(module, loss, fresh, val_batches, **kw)

@@ -24,12 +24,18 @@ from identrep.models._base import (
     TaskTargetsMixin,
     TorchEstimatorMixin,
 )
+from identrep.models.multitask._bilevel_multinomial import (
+    MultinomialHeadsMixin,
+    fit_multinomial,
+    multinomial_heads,
+)
 from identrep.models.multitask._mtrn_batches import (
     final_heads,
     head_refit_step,
     observation_batches,
     row_batches,
 )
+from identrep.models.multitask._mtrn_extractor import EXTRACTORS, build_extractor
 from identrep.models.multitask._mtrn_loss import ObsBatch, RowBatch, mtrn_loss
 from identrep.models.multitask._mtrn_stream import HostRows, streaming_column_moments
 from identrep.models.multitask.heads import GroupLassoHeads, JointHeads
@@ -45,17 +51,9 @@ __all__ = ["MTRN", "ObsBatch", "RowBatch", "mtrn_loss"]
 _FEATURE_CHUNK = 4096  # rows per inference chunk (keeps activations in cache)
 
 
-def _egnn_factory():
-    from identrep.models.nn.egnn import EGNNExtractor
-
-    return EGNNExtractor.for_flat_input
-
-
-# named extractors: name -> () -> callable(n_features, n_latents) -> nn.Module
-_EXTRACTORS = {"egnn": _egnn_factory}
-
-
-class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
+class MTRN(
+    MultinomialHeadsMixin, TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator
+):
     """Multi-task regression network: shared features h(x), linear heads per task.
 
     Predicts task t's target as ``y_hat = w_t^T h(x) + b_t`` with a shared feature
@@ -122,6 +120,10 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         must stay in their units; see ``standardize_inputs``).
     heads : {"joint", "ridge", "group_lasso"}, default="joint"
         Task-head solver.
+    loss : {"squared", "multinomial"}, default="squared"
+        Regression, or (``heads="group_lasso"`` only) classification: ``y`` are
+        class labels (long layout), the heads multinomial group lassos (see
+        :class:`~identrep.BilevelSparseMTL`), with ``predict_proba``.
     l1_reg : float in (0, 1), default=0.3
         Lasso penalty of ``heads="group_lasso"``, as a fraction of each task's
         lambda_max (the smallest penalty with all-zero weights).
@@ -222,8 +224,9 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         "n_latents": [Interval(Integral, 1, None, closed="left")],
         "hidden_sizes": [SequenceOf(Interval(Integral, 1, None, closed="left")), None],
         "activation": [StrOptions(set(ACTIVATIONS))],
-        "extractor": [None, StrOptions(set(_EXTRACTORS)), "callable"],
+        "extractor": [None, StrOptions(set(EXTRACTORS)), "callable"],
         "heads": [StrOptions({"joint", "ridge", "group_lasso"})],
+        "loss": [StrOptions({"squared", "multinomial"})],
         "l1_reg": [Interval(Real, 0, 1, closed="neither")],
         "ridge_alpha": [Interval(Real, 0, None, closed="neither")],
         "refit_heads": ["boolean"],
@@ -256,6 +259,7 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         activation: str = "relu",
         extractor=None,
         heads: str = "joint",
+        loss: str = "squared",
         ridge_alpha: float = 1e-3,
         l1_reg: float = 0.3,
         refit_heads: bool = True,
@@ -279,6 +283,7 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         self.activation = activation
         self.extractor = extractor
         self.heads = heads
+        self.loss = loss
         self.ridge_alpha = ridge_alpha
         self.l1_reg = l1_reg
         self.refit_heads = refit_heads
@@ -299,6 +304,11 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
 
     # ------------------------------------------------------------------ params
     def _check_param_combinations(self) -> None:
+        if self.loss == "multinomial" and self.heads != "group_lasso":
+            raise InvalidParameterError(
+                "MTRN: loss='multinomial' needs heads='group_lasso' (classification "
+                f"heads are multinomial group lassos); got heads={self.heads!r}."
+            )
         if self.extractor is None:
             return
         if self.standardize_inputs:
@@ -341,6 +351,9 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         """
         t_start = time.perf_counter()
         self._validate_params()
+        self.__dict__.pop("classes_", None)
+        if self.loss == "multinomial":  # class labels, long layout
+            return fit_multinomial(self, X, y, task_ids)
         # batch-normalised features need 2 samples
         self._check_fit_input(X, min_samples=2 if self.heads == "group_lasso" else 1)
         self._check_y_given(y)
@@ -442,7 +455,7 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         """
         p, d = int(n_features), int(self.n_latents)
         if self.extractor is not None:
-            extractor = self._build_extractor(p, d, dtype, probe)
+            extractor = build_extractor(self.extractor, p, d, dtype, probe)
         else:
             hidden = (2 * p,) if self.hidden_sizes is None else tuple(self.hidden_sizes)
             extractor = MLP(p, hidden, d, activation=self.activation)
@@ -471,30 +484,10 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
     def _empty_module(self) -> MultiTaskNet:
         """The fitted architecture with arbitrary weights (what a saved model's
         state dict is loaded into)."""
-        return self._build_module(self.n_features_in_, self.n_tasks_, self.dtype_)
-
-    def _build_extractor(self, p: int, d: int, dtype, probe) -> nn.Module:
-        """The custom extractor, checked on the ``probe`` rows of X (on the CPU)."""
-        make = self.extractor
-        if isinstance(make, str):
-            make = _EXTRACTORS[make]()
-        module = make(p, d)
-        if not isinstance(module, nn.Module):
-            raise TypeError(
-                "extractor(n_features, n_latents) must return a torch.nn.Module; got "
-                f"{type(module).__name__}."
-            )
-        module = module.to(dtype=dtype).eval()
-        if probe is None:
-            return module
-        with torch.no_grad():
-            out = module(torch.tensor(probe, dtype=dtype))  # a copy: X may be read-only
-        if tuple(out.shape) != (probe.shape[0], d):
-            raise ValueError(
-                f"The extractor must map (batch, {p}) to (batch, n_latents={d}); on "
-                f"{probe.shape[0]} rows it returned shape {tuple(out.shape)}."
-            )
-        return module
+        net = self._build_module(self.n_features_in_, self.n_tasks_, self.dtype_)
+        if hasattr(self, "classes_"):
+            net.heads = multinomial_heads(self, self.n_tasks_, len(self.classes_))
+        return net
 
     def _batch_mode(self, data, counts) -> str:
         """Rows for wide data unless ridge heads would see too few samples a task."""
@@ -550,6 +543,8 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
         DataError
             If ``task_ids`` contains a task not seen in fit.
         """
+        if hasattr(self, "classes_"):
+            return self._predict_classes(X, task_ids)
         X = self._check_X(X)
         if task_ids is None:
             return self._features(X) @ self.head_weights_.T + self.head_bias_
@@ -581,6 +576,8 @@ class MTRN(TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator):
             If no task has two distinct target values, or a task is unknown.
         """
         self._check_fitted()
+        if hasattr(self, "classes_"):
+            return self._score_classes(X, y, task_ids)
         self._check_feature_names(X)
         data = check_multitask(X, y, task_ids, min_samples=1, check_constant=False)
         Xv = self._check_X(data.X, check_names=False)

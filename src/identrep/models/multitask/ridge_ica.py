@@ -24,7 +24,7 @@ __all__ = ["RidgeICA"]
 _SHARED = {
     k: v
     for k, v in MTRN._parameter_constraints.items()
-    if k not in ("heads", "l1_reg", "refit_heads")
+    if k not in ("heads", "l1_reg", "refit_heads", "loss")
 }
 
 
@@ -61,6 +61,7 @@ class RidgeICA(MTRN):
     """
 
     heads = "ridge"
+    loss = "squared"  # regression only
     l1_reg = 0.3  # not used by ridge heads
     refit_heads = False
 
