@@ -70,17 +70,35 @@ class SSLObjective:
         self.n_data, self.noise_prior = int(n_data), noise_prior
         self.mult = float(est.prior_weight)
         per_epoch = -(-int(n_data) // int(est.batch_size))
-        self.warmup_steps = round(
-            float(est.ssl_warmup) * int(est.max_epochs) * per_epoch
-        )
+        total = int(est.max_epochs) * per_epoch
+        self.warmup_steps = round(float(est.ssl_warmup) * total)
+        self.anneal_steps = round(float(est.lambda0_anneal) * total)
+        self.ramp_steps = round(float(est.ssl_ramp) * total)
         self.step = 0
+
+    def spike(self) -> float:
+        """lambda0 at the current step: after the warm-up it grows geometrically
+        from lambda1 to lambda0 over ``anneal_steps`` (Rockova and George's
+        dynamic posterior exploration), then stays at lambda0."""
+        if self.anneal_steps <= 0:
+            return self.lambda0
+        frac = min(1.0, (self.step - self.warmup_steps) / self.anneal_steps)
+        frac = max(0.0, frac)
+        return self.lambda1 * (self.lambda0 / self.lambda1) ** frac
+
+    def ramp(self) -> float:
+        """Fraction of the prior weight at the current step: it grows linearly
+        from 0 to 1 over ``ramp_steps`` after the warm-up."""
+        if self.ramp_steps <= 0:
+            return 1.0
+        return min(1.0, max(0.0, (self.step - self.warmup_steps) / self.ramp_steps))
 
     def e_step(self, module: SparseVAEModule) -> None:
         with torch.no_grad():
             W = module.decoder.W
             b = float(W.shape[0]) if self.b is None else self.b
             p = ssl_inclusion_probs(
-                W, module.eta, self.lambda0, self.lambda1, legacy=self.legacy
+                W, module.eta, self.spike(), self.lambda1, legacy=self.legacy
             )
             module.p_star.copy_(p)
             module.eta.copy_(ssl_update_eta(p, self.a, b))
@@ -95,10 +113,10 @@ class SSLObjective:
             module,
             batch,
             n_data=self.n_data,
-            lambda0=self.lambda0,
+            lambda0=self.spike(),
             lambda1=self.lambda1,
             noise_prior=self.noise_prior,
-            penalty_weight=0.0 if warm else self.mult,
+            penalty_weight=0.0 if warm else self.mult * self.ramp(),
         )
 
 
@@ -230,6 +248,9 @@ class SparseVAE(HeldoutNLLMixin, BaseVAE):
         "ssl_warmup": [Interval(Real, 0, 1, closed="both")],
         "prior_weight": [_POS],
         "fix_scale": ["boolean"],
+        "fix_head": ["boolean"],
+        "lambda0_anneal": [Interval(Real, 0, 1, closed="both")],
+        "ssl_ramp": [Interval(Real, 0, 1, closed="both")],
     }
 
     def __init__(
@@ -245,6 +266,9 @@ class SparseVAE(HeldoutNLLMixin, BaseVAE):
         noise_df: float | None = 3.0,
         prior_weight: float = 50.0,
         fix_scale: bool = True,
+        fix_head: bool = False,
+        lambda0_anneal: float = 0.0,
+        ssl_ramp: float = 0.0,
         ssl_warmup: float = 0.2,
         prior_corr: str = "identity",
         encoder: str = "mlp",
@@ -275,6 +299,9 @@ class SparseVAE(HeldoutNLLMixin, BaseVAE):
         self.noise_df = noise_df
         self.prior_weight = prior_weight
         self.fix_scale = fix_scale
+        self.fix_head = fix_head
+        self.lambda0_anneal = lambda0_anneal
+        self.ssl_ramp = ssl_ramp
         self.ssl_warmup = ssl_warmup
         self.prior_corr = prior_corr
         self.encoder = encoder
@@ -385,6 +412,7 @@ class SparseVAE(HeldoutNLLMixin, BaseVAE):
             self.activation,
             self.chunk_size,
             unit_first=bool(self.fix_scale),
+            unit_head=bool(self.fix_head),
         )
         learned = isinstance(self.decoder_var, str)
         return SparseVAEModule(
