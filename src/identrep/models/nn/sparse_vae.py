@@ -64,6 +64,7 @@ class MaskedFeatureDecoder(nn.Module):
         activation: str = "relu",
         chunk_size: int | None = None,
         unit_first: bool = False,
+        unit_head: bool = False,
     ):
         super().__init__()
         hidden = tuple(int(h) for h in hidden_sizes)
@@ -94,6 +95,13 @@ class MaskedFeatureDecoder(nn.Module):
         self.register_buffer(
             "first_norm", self.first.weight.detach().norm(dim=0).mean().reshape(1)
         )
+        # fixed head-row norms: with the shared network's scales fixed too, the
+        # gain of feature j's output in z is bounded by a constant times |w_j|, so
+        # a head cannot grow to let w_j shrink under the spike
+        self.unit_head = bool(unit_head)
+        self.register_buffer(
+            "head_norm", self.head_weight.detach().norm(dim=1).mean().reshape(1)
+        )
         self.register_buffer(
             "rest_norms",
             torch.stack([lay.weight.detach().norm() for lay in self.rest])
@@ -115,6 +123,14 @@ class MaskedFeatureDecoder(nn.Module):
             for (w, b), n in zip(rest, self.rest_norms, strict=True)
         ]
         return V, rest
+
+    def head(self) -> Tensor:
+        """The head weights (n_features, H); with ``unit_head`` every row has the
+        fixed norm ``head_norm``."""
+        A = self.head_weight
+        if not self.unit_head:
+            return A
+        return A * (self.head_norm / A.norm(dim=1, keepdim=True).clamp_min(1e-12))
 
     def _block(self, z: Tensor, W: Tensor, A: Tensor, c: Tensor) -> Tensor:
         """Outputs (batch, f) of a block of f features with masks W (f, K), head
@@ -139,7 +155,7 @@ class MaskedFeatureDecoder(nn.Module):
             self.W,
             V,
             rest,
-            self.head_weight,
+            self.head(),
             self.head_bias,
             self.activation,
             self._slope,

@@ -45,6 +45,7 @@ from identrep.models.vae._ssl import (
 )
 from identrep.utils._param_validation import Interval, SequenceOf, StrOptions
 from identrep.utils.numerics import safe_scale
+from identrep.utils.seeding import check_random_state, seeded
 from identrep.utils.validation import MultiTaskArrays
 
 __all__ = ["SparseVAE"]
@@ -70,17 +71,35 @@ class SSLObjective:
         self.n_data, self.noise_prior = int(n_data), noise_prior
         self.mult = float(est.prior_weight)
         per_epoch = -(-int(n_data) // int(est.batch_size))
-        self.warmup_steps = round(
-            float(est.ssl_warmup) * int(est.max_epochs) * per_epoch
-        )
+        total = int(est.max_epochs) * per_epoch
+        self.warmup_steps = round(float(est.ssl_warmup) * total)
+        self.anneal_steps = round(float(est.lambda0_anneal) * total)
+        self.ramp_steps = round(float(est.ssl_ramp) * total)
         self.step = 0
+
+    def spike(self) -> float:
+        """lambda0 at the current step: after the warm-up it grows geometrically
+        from lambda1 to lambda0 over ``anneal_steps`` (Rockova and George's
+        dynamic posterior exploration), then stays at lambda0."""
+        if self.anneal_steps <= 0:
+            return self.lambda0
+        frac = min(1.0, (self.step - self.warmup_steps) / self.anneal_steps)
+        frac = max(0.0, frac)
+        return self.lambda1 * (self.lambda0 / self.lambda1) ** frac
+
+    def ramp(self) -> float:
+        """Fraction of the prior weight at the current step: it grows linearly
+        from 0 to 1 over ``ramp_steps`` after the warm-up."""
+        if self.ramp_steps <= 0:
+            return 1.0
+        return min(1.0, max(0.0, (self.step - self.warmup_steps) / self.ramp_steps))
 
     def e_step(self, module: SparseVAEModule) -> None:
         with torch.no_grad():
             W = module.decoder.W
             b = float(W.shape[0]) if self.b is None else self.b
             p = ssl_inclusion_probs(
-                W, module.eta, self.lambda0, self.lambda1, legacy=self.legacy
+                W, module.eta, self.spike(), self.lambda1, legacy=self.legacy
             )
             module.p_star.copy_(p)
             module.eta.copy_(ssl_update_eta(p, self.a, b))
@@ -95,10 +114,10 @@ class SSLObjective:
             module,
             batch,
             n_data=self.n_data,
-            lambda0=self.lambda0,
+            lambda0=self.spike(),
             lambda1=self.lambda1,
             noise_prior=self.noise_prior,
-            penalty_weight=0.0 if warm else self.mult,
+            penalty_weight=0.0 if warm else self.mult * self.ramp(),
         )
 
 
@@ -230,6 +249,10 @@ class SparseVAE(HeldoutNLLMixin, BaseVAE):
         "ssl_warmup": [Interval(Real, 0, 1, closed="both")],
         "prior_weight": [_POS],
         "fix_scale": ["boolean"],
+        "fix_head": ["boolean"],
+        "lambda0_anneal": [Interval(Real, 0, 1, closed="both")],
+        "ssl_ramp": [Interval(Real, 0, 1, closed="both")],
+        "n_restarts": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -245,6 +268,10 @@ class SparseVAE(HeldoutNLLMixin, BaseVAE):
         noise_df: float | None = 3.0,
         prior_weight: float = 50.0,
         fix_scale: bool = True,
+        fix_head: bool = False,
+        lambda0_anneal: float = 0.0,
+        ssl_ramp: float = 0.0,
+        n_restarts: int = 1,
         ssl_warmup: float = 0.2,
         prior_corr: str = "identity",
         encoder: str = "mlp",
@@ -275,6 +302,10 @@ class SparseVAE(HeldoutNLLMixin, BaseVAE):
         self.noise_df = noise_df
         self.prior_weight = prior_weight
         self.fix_scale = fix_scale
+        self.fix_head = fix_head
+        self.lambda0_anneal = lambda0_anneal
+        self.ssl_ramp = ssl_ramp
+        self.n_restarts = n_restarts
         self.ssl_warmup = ssl_warmup
         self.prior_corr = prior_corr
         self.encoder = encoder
@@ -294,6 +325,53 @@ class SparseVAE(HeldoutNLLMixin, BaseVAE):
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
+
+    # ------------------------------------------------------------------- fit
+    def fit(self, X, y=None, *, task_ids=None):
+        """Fit ``n_restarts`` times from different initialisations and keep the
+        fit with the lowest training objective (:meth:`training_objective` on
+        ``X``); with one restart, a single fit."""
+        if int(self.n_restarts) <= 1:
+            return super().fit(X, y, task_ids=task_ids)
+        self._validate_params()
+        rng = check_random_state(self.random_state)
+        seeds = rng.integers(0, 2**31 - 1, size=int(self.n_restarts))
+        best, objectives = None, []
+        for seed in seeds:
+            est = self.__class__(**{**self.get_params(), "n_restarts": 1})
+            est.set_params(random_state=int(seed)).fit(X, y, task_ids=task_ids)
+            objectives.append(est.training_objective(X))
+            if best is None or objectives[-1] < min(objectives[:-1]):
+                best = est
+        fitted = {k: v for k, v in best.__dict__.items() if k not in self.get_params()}
+        self.__dict__.update(fitted)
+        self.restart_objectives_ = np.asarray(objectives)
+        self.best_restart_ = int(np.argmin(objectives))
+        return self
+
+    def training_objective(self, X, *, n_draws: int = 8) -> float:
+        """The training objective at the fitted parameters: the per-datum
+        negative ELBO on ``X`` (``n_draws`` reparameterised z per row, a fixed
+        torch seed) plus the weighted SSL penalty and the noise prior over N =
+        the rows of ``X``, at the final E-step's p*; lower is better. It is what
+        ``n_restarts`` compares."""
+        self._check_fitted()
+        Xc = self._check_transform_data(X, None, None)[0]
+        n, m = Xc.shape[0], self.module_
+        loss = SSLObjective(self, n, self._make_loss(n)[0].noise_prior)
+        loss.step = loss.warmup_steps + loss.ramp_steps + loss.anneal_steps
+        total = 0.0
+        with torch.no_grad(), seeded(0):
+            for s in range(0, n, _ROWS):
+                block = Xc[s : s + _ROWS]
+                x = self._tensor(
+                    block.toarray() if sp.issparse(block) else block, self._x_dtype()
+                )
+                zeros = x.new_zeros(x.shape[0])
+                for _ in range(int(n_draws)):
+                    value, rows = loss(m, VAEBatch(x, zeros, zeros.long()))
+                    total += float(value) * rows
+        return total / (n * int(n_draws))
 
     # ------------------------------------------------------------------ data
     def _check_fit_input(self, X, *, min_samples: int = 1) -> None:
@@ -385,6 +463,7 @@ class SparseVAE(HeldoutNLLMixin, BaseVAE):
             self.activation,
             self.chunk_size,
             unit_first=bool(self.fix_scale),
+            unit_head=bool(self.fix_head),
         )
         learned = isinstance(self.decoder_var, str)
         return SparseVAEModule(
