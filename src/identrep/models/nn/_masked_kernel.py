@@ -4,11 +4,14 @@ For a block J of features the masked first layer is a single GEMM: with
 ``U_j = diag(w_j) V^T`` (n_latents x H1; V the shared first-layer weight),
 ``A1[b, j] = z_b^T U_j``, so ``A1[:, J] = z @ [U_j]_{j in J}`` is one
 (batch x n_latents) @ (n_latents x |J| H1) product; the shared layers are GEMMs over
-the (batch |J|) rows and the heads one batched contraction. The forward keeps no
-activations (only its inputs); the backward recomputes each block and applies the
-chain rule by hand, in place where it can, so nothing but one block's activations
-and the parameter gradients is ever alive. Blocks are sized to about
-``block_elements`` hidden activations (2**18, a CPU cache's worth, by default).
+the (batch |J|) rows and the heads one batched contraction. The backward applies
+the chain rule by hand (fused ATen kernels for the ReLU / leaky-ReLU derivatives).
+When all blocks' activations fit in ``keep_elements`` (2**27 by default) the
+forward keeps them for it, outside autograd's saved tensors; above that the forward
+keeps only its inputs and the backward recomputes each block, so nothing but one
+block's activations and the parameter gradients is ever alive. Blocks are sized to
+about ``block_elements`` hidden activations (2**18 by default, the fastest of
+2**14-2**22 measured in ``docs/notes.md``).
 The per-parameter derivatives (``d out / d W``, ``d / d V``, ...) are written
 beside each product in :meth:`MaskedDecoderFunction.backward`.
 """
@@ -19,10 +22,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["BLOCK_ELEMENTS", "masked_decoder", "MaskedDecoderFunction"]
+__all__ = ["BLOCK_ELEMENTS", "KEEP_ELEMENTS", "masked_decoder", "MaskedDecoderFunction"]
 
 #: Default size of one block's hidden activations (elements).
 BLOCK_ELEMENTS = 2**18
+#: Default limit (elements; 512 MiB of float32) below which the forward keeps
+#: every block's activations for the backward instead of recomputing them.
+KEEP_ELEMENTS = 2**27
 
 
 def _act(name: str, slope: float, A: Tensor) -> Tensor:
@@ -95,17 +101,30 @@ class MaskedDecoderFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, z, W, V, A_head, c, act, slope, elements, *flat):
+    def forward(ctx, z, W, V, A_head, c, act, slope, elements, keep_elements, *flat):
         layers = list(zip(flat[0::2], flat[1::2], strict=True))
-        width = max([V.shape[0], *(w.shape[0] for w, _ in layers)])
-        blocks = _blocks(z.shape[0], W.shape[0], width, elements)
+        sizes = [V.shape[0], *(w.shape[0] for w, _ in layers)]
+        blocks = _blocks(z.shape[0], W.shape[0], max(sizes), elements)
         out = z.new_empty(z.shape[0], W.shape[0])
+        piecewise = act == "relu" or (act == "leaky_relu" and slope > 0)
+        # what keeping every block's activations costs (elements): the hidden
+        # activations (and pre-activations for smooth activations) and U
+        kept_size = W.shape[0] * (
+            z.shape[0] * sum(sizes) * (1 if piecewise else 2) + z.shape[1] * sizes[0]
+        )
+        keep = any(ctx.needs_input_grad) and kept_size <= keep_elements
+        kept = []
         for s, e in blocks:
-            out[:, s:e] = _forward_block(
-                z, W[s:e], V, layers, A_head[s:e], c[s:e], act, slope, False
+            res = _forward_block(
+                z, W[s:e], V, layers, A_head[s:e], c[s:e], act, slope, keep
             )
+            if keep:
+                kept.append(res[1:])
+                res = res[0]
+            out[:, s:e] = res
         ctx.save_for_backward(z, W, V, A_head, c, *flat)
         ctx.act, ctx.slope, ctx.blocks = act, slope, blocks
+        ctx.kept = kept if keep else None
         return out
 
     @staticmethod
@@ -118,11 +137,14 @@ class MaskedDecoderFunction(torch.autograd.Function):
         gA, gc = torch.zeros_like(A_head), torch.zeros_like(c)
         gl = [(torch.zeros_like(w), torch.zeros_like(b)) for w, b in layers]
         g_out = g_out.contiguous()
-        for s, e in ctx.blocks:
+        for bi, (s, e) in enumerate(ctx.blocks):
             f, H1 = e - s, V.shape[0]
-            _, U, saved, h = _forward_block(
-                z, W[s:e], V, layers, A_head[s:e], c[s:e], act, slope, True
-            )
+            if ctx.kept is not None:  # activations kept by the forward
+                U, saved, h = ctx.kept[bi]
+            else:  # recomputed, one block at a time
+                _, U, saved, h = _forward_block(
+                    z, W[s:e], V, layers, A_head[s:e], c[s:e], act, slope, True
+                )
             # the sign carrier of each activation, and its input to the next layer
             sign = [t if torch.is_tensor(t) else t[0] for t in saved]
             post = [t if torch.is_tensor(t) else t[1] for t in saved]
@@ -151,7 +173,7 @@ class MaskedDecoderFunction(torch.autograd.Function):
             gW[s:e] = torch.bmm(gU, V.T[:, :, None])[:, :, 0].T
             gV.add_(torch.bmm(W[s:e].T[:, None, :], gU)[:, 0, :].T)
         flat_grads = [t for pair in gl for t in pair]
-        return (gz, gW, gV, gA, gc, None, None, None, *flat_grads)
+        return (gz, gW, gV, gA, gc, None, None, None, None, *flat_grads)
 
 
 def masked_decoder(
@@ -164,6 +186,7 @@ def masked_decoder(
     activation: str = "relu",
     slope: float = 0.01,
     block_elements: int = BLOCK_ELEMENTS,
+    keep_elements: int = KEEP_ELEMENTS,
 ) -> Tensor:
     """Per-feature outputs ``a_j . g(w_j * z) + c_j`` of shape (batch, G).
 
@@ -184,6 +207,11 @@ def masked_decoder(
         Negative slope of "leaky_relu".
     block_elements : int, default=2**18
         Hidden activations per block.
+    keep_elements : int, default=2**27
+        When every block's activations (and the first-layer products U) hold at
+        most this many elements, the forward keeps them for the backward (3
+        forward-equivalents of work per step); above it the backward recomputes
+        each block (4, at one block's memory).
 
     Returns
     -------
@@ -199,5 +227,6 @@ def masked_decoder(
         activation,
         float(slope),
         int(block_elements),
+        int(keep_elements),
         *flat,
     )
