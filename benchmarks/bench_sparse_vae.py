@@ -13,16 +13,17 @@ way; its mean rate is the reference. Variants:
 
 * ``kernel``: :class:`~identrep.models.nn.sparse_vae.MaskedFeatureDecoder`, the
   library default: one autograd node with a hand-written backward
-  (:mod:`identrep.models.nn._masked_kernel`), cache-sized blocks recomputed in the
-  backward, no autograd temporaries;
+  (:mod:`identrep.models.nn._masked_kernel`), cache-sized blocks, no autograd
+  temporaries; the blocks' activations are kept for the backward when they fit
+  ``KEEP_ELEMENTS`` (batch 64 here) and recomputed per block above it (batch 512);
 * ``vectorised``: the earlier decoder, the same blocks through autograd (einsum
   over a (batch, features, K) masked input), each block checkpointed;
 * ``loop``: one pass of the shared network per feature (the authors' structure);
 * ``vae``: a plain VAE decoder of the same widths (K -> H -> H -> G, no masks);
 
 Achieved throughput counts 3 x the forward multiply-adds per step (forward +
-backward), whatever the variant recomputes (the kernel recomputes its forward in
-the backward, so 0.75 is its ceiling), and is reported as a fraction of the
+backward), whatever the variant recomputes (where the kernel recomputes its
+forward in the backward, 0.75 is its ceiling), and is reported as a fraction of the
 reference GEMM's rate measured in the same process; the kernel's time is also
 given as a ratio to the loop's and the VAE's.
 
