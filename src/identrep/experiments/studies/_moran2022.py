@@ -22,10 +22,12 @@ __all__ = [
     "MoranConfig",
     "Split",
     "as_input",
+    "budget",
     "fit_estimator",
     "heldout_nll",
     "make_estimator",
     "quick_intro",
+    "EPOCHS_OPTION",
     "LATENTS_OPTION",
     "n_latents_or",
     "ranking_scores",
@@ -320,6 +322,33 @@ LATENTS_OPTION = Option(
     metavar="K",
     help="latent dimension (default: the paper's Table 6 value)",
 )
+
+
+#: ``--learner-epochs`` of every Sparse VAE table (None: the paper's Table 6
+#: value, or the ``--quick`` one); shared with lachapelle2023's flag.
+EPOCHS_OPTION = Option(
+    flag="--learner-epochs",
+    param="max_epochs",
+    default=None,
+    type=int,
+    help="epoch budget of every model (default: the paper's Table 6 value)",
+)
+
+
+def budget(settings: dict, max_epochs) -> dict:
+    """``settings`` with ``max_epochs`` replaced when one is given (a positive
+    integer, else ValueError naming --learner-epochs)."""
+    if max_epochs is None:
+        return settings
+    if (
+        not isinstance(max_epochs, (int, np.integer))
+        or isinstance(max_epochs, bool)
+        or max_epochs < 1
+    ):
+        raise ValueError(
+            f"--learner-epochs must be a positive integer; got {max_epochs!r}."
+        )
+    return dict(settings, max_epochs=int(max_epochs))
 
 
 def n_latents_or(value, default: int) -> int:

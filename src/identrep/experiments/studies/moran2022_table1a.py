@@ -39,7 +39,14 @@ N_USERS = {"20m": 100_000, "25m": 100_000}
 VARIANTS = ("100k", "1m", "10m", "20m", "25m")
 
 
-def grid(seeds=5, quick=False, models=mo.PAPER_MODELS, n_latents=None, source="100k"):
+def grid(
+    seeds=5,
+    quick=False,
+    models=mo.PAPER_MODELS,
+    n_latents=None,
+    max_epochs=None,
+    source="100k",
+):
     """Five random 80/20 splits of the users (``quick``: TABLE1A_QUICK). The
     data must be installed: checked here, before any run."""
     if source not in VARIANTS:
@@ -48,6 +55,7 @@ def grid(seeds=5, quick=False, models=mo.PAPER_MODELS, n_latents=None, source="1
     splits = mo.seed_range(seeds, quick)
     if quick:
         settings.update(TABLE1A_QUICK)
+    settings = mo.budget(settings, max_epochs)
     load_ratings(source)  # a missing data set fails here, with how to install it
     base = mo.MoranConfig(table=NAME, source=source, **settings)
     return [
@@ -116,6 +124,7 @@ STUDY = register_study(
         published="moran2022_table1a_movielens.csv",
         options=(
             mo.LATENTS_OPTION,
+            mo.EPOCHS_OPTION,
             Option(
                 flag="--movielens",
                 param="source",

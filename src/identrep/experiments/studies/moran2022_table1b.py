@@ -29,12 +29,13 @@ TABLE1B_FULL = {
 TABLE1B_QUICK = {"max_epochs": 3, "n_rows": 1200, "hidden": 50}
 
 
-def grid(seeds=5, quick=False, models=mo.TEXT_MODELS, n_latents=None):
+def grid(seeds=5, quick=False, models=mo.TEXT_MODELS, n_latents=None, max_epochs=None):
     """Five random 80/20 splits of the abstracts (``quick``: TABLE1B_QUICK)."""
     settings = dict(TABLE1B_FULL, n_latents=mo.n_latents_or(n_latents, 20))
     splits = mo.seed_range(seeds, quick)
     if quick:
         settings.update(TABLE1B_QUICK)
+    settings = mo.budget(settings, max_epochs)
     load_abstracts()  # absent data fail here, saying where to put them
     base = mo.MoranConfig(table=NAME, **settings)
     return [
@@ -111,7 +112,7 @@ STUDY = register_study(
         make_data=make_data,
         fits={m: fit_counts for m in mo.TEXT_MODELS},
         published="moran2022_table1b_peerread.csv",
-        options=(mo.LATENTS_OPTION,),
+        options=(mo.LATENTS_OPTION, mo.EPOCHS_OPTION),
         progress=(("nll", "NLL"),),
         comparable=("n_rows", "max_epochs"),
         report=ReportSpec(

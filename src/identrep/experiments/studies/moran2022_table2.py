@@ -40,13 +40,14 @@ TABLE2_QUICK = {"max_epochs": 3, "n_rows": 800}
 N_TOPICS = 20
 
 
-def grid(seeds=5, quick=False, models=mo.TEXT_MODELS, n_latents=None):
+def grid(seeds=5, quick=False, models=mo.TEXT_MODELS, n_latents=None, max_epochs=None):
     """Three shifts x five semi-synthetic data sets (noise draw and 80/20 split
     of the documents per seed; ``quick``: TABLE2_QUICK)."""
     settings = dict(TABLE2_FULL, n_latents=mo.n_latents_or(n_latents, 20))
     splits = mo.seed_range(seeds, quick)
     if quick:
         settings.update(TABLE2_QUICK)
+    settings = mo.budget(settings, max_epochs)
     load_abstracts()  # absent data fail here, saying where to put them
     base = mo.MoranConfig(table=NAME, **settings)
     return [
@@ -119,7 +120,7 @@ STUDY = register_study(
         make_data=make_data,
         fits={m: fit for m in mo.TEXT_MODELS},
         published="moran2022_table2_semisynthetic.csv",
-        options=(mo.LATENTS_OPTION,),
+        options=(mo.LATENTS_OPTION, mo.EPOCHS_OPTION),
         progress=(("nll", "NLL"),),
         comparable=("n_rows", "max_epochs"),
         report=ReportSpec(

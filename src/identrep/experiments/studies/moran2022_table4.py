@@ -32,12 +32,15 @@ TABLE4_FULL = {
 TABLE4_QUICK = {"max_epochs": 3, "n_rows": 1500, "batch_size": 128}
 
 
-def grid(seeds=5, quick=False, models=mo.TABLE4_MODELS, n_latents=None):
+def grid(
+    seeds=5, quick=False, models=mo.TABLE4_MODELS, n_latents=None, max_epochs=None
+):
     """Five random 80/20 splits of the cells (``quick``: see TABLE4_QUICK)."""
     settings = dict(TABLE4_FULL, n_latents=mo.n_latents_or(n_latents, 15))
     splits = mo.seed_range(seeds, quick)
     if quick:
         settings.update(TABLE4_QUICK)
+    settings = mo.budget(settings, max_epochs)
     base = mo.MoranConfig(table=NAME, **settings)
     return [
         dataclasses.replace(base, model=m, seed=s)
@@ -99,7 +102,7 @@ STUDY = register_study(
         make_data=make_data,
         fits={m: fit for m in mo.TABLE4_MODELS},
         published="moran2022_table4_zeisel.csv",
-        options=(mo.LATENTS_OPTION,),
+        options=(mo.LATENTS_OPTION, mo.EPOCHS_OPTION),
         progress=(("accuracy", "accuracy"),),
         comparable=("n_rows", "max_epochs"),
         report=ReportSpec(

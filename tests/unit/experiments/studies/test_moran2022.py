@@ -350,3 +350,25 @@ def test_top_features_lists_the_heaviest_factors_largest_loadings():
     assert text == "A: toy story; shrek | B: alien; aliens"
     assert mo.top_features(Fitted(), None) == ""
     assert mo.top_features(object(), names) == ""
+
+
+def test_learner_epochs_sets_every_models_budget_and_is_checked(capsys):
+    t4 = get_study("moran2022_table4")
+    assert {c.max_epochs for c in t4.grid(max_epochs=7)} == {7}
+    # an explicit budget wins over --quick's; the rest of --quick stays
+    quick = t4.grid(quick=True, max_epochs=2)
+    assert {(c.max_epochs, c.n_rows) for c in quick} == {(2, 1500)}
+    assert {c.max_epochs for c in t4.grid()} == {100}
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="--learner-epochs must be a positive"):
+            t4.grid(max_epochs=bad)
+    # the flag reaches the grid through the CLI (shared with lachapelle2023)
+    from identrep.cli import main
+
+    argv = ["reproduce", "moran2022_table4", "--learner-epochs", "4", "--seeds", "1"]
+    capsys.readouterr()
+    assert main([*argv, "--dry-run"]) == 0
+    listed = capsys.readouterr().out
+    for c in t4.grid(seeds=1, max_epochs=4):
+        assert c.run_id in listed
+    assert t4.grid(seeds=1)[0].run_id not in listed
