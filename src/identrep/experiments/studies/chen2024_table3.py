@@ -114,7 +114,7 @@ def table3_hidden_sizes(n_latents: int) -> tuple[int, ...]:
     not enough either: after 20 epochs at d = 80, 6 of 80 units were dead (zero on
     every material) and the features had rank 74 in every seed, which is the
     singular-fit error Table 3's d = 80 row stopped with; with 160 units 30 were
-    dead and the features had full rank (docs/chen2024_table3_d80.md).
+    dead and the features had full rank (docs/results/table3_d80_report.md).
     """
     base = TABLE3_MTRN["hidden_sizes"]
     return tuple(2 * n_latents if n_latents > h else h for h in base)
