@@ -118,7 +118,7 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
         a latent at c = 1 may still move with y. A number B: the paper's coupling
         m_t = (1 - c_t) gamma_t with |gamma_tj| <= B (in units of the pooled
         within-task RMS of y per latent unit), so a causal latent is independent
-        of y within its task. See docs/results/chen2024_indicators.md for the comparison.
+        of y within its task. Comparison: docs/results/chen2024_indicators.md.
     init : {"jd", "random"}, default="jd"
         Joint-diagonalisation start, or the reference code's random start (kept for
         comparisons; it reaches poorer local optima).
