@@ -22,6 +22,7 @@ __all__ = [
     "TABLE3_LATENTS",
     "TABLE3_MTRN",
     "load_real_data",
+    "table3_hidden_sizes",
 ]
 
 TABLE3_LATENTS = (5, 10, 20, 40, 80)
@@ -29,7 +30,7 @@ TABLE3_LATENTS = (5, 10, 20, 40, 80)
 #: The authors' MTRN for this data set (two hidden layers of 64 ReLU units, Adam
 #: lr 0.005, batch 256, 200 epochs); identrep adds its defaults (cosine decay,
 #: early stopping on a 10% validation split). With more than 64 latents the hidden
-#: layers are widened to the latent dimension (see :func:`fit_mtlcm`).
+#: layers are widened to twice the latent dimension (:func:`table3_hidden_sizes`).
 TABLE3_MTRN = {
     "hidden_sizes": (64, 64),
     "lr": 5e-3,
@@ -103,6 +104,22 @@ def grid(
     ]
 
 
+def table3_hidden_sizes(n_latents: int) -> tuple[int, ...]:
+    """MTRN's hidden layers for ``n_latents`` features: the authors' 64 units, or
+    twice ``n_latents`` when that is more than 64.
+
+    The features are a linear map of the last hidden layer, so their rank is at
+    most its number of live ReLU units, and MTLCM needs features of rank
+    n_latents. The authors' 64 units bound the rank at d = 80 by 64; 80 units are
+    not enough either: after 20 epochs at d = 80, 6 of 80 units were dead (zero on
+    every material) and the features had rank 74 in every seed, which is the
+    singular-fit error Table 3's d = 80 row stopped with; with 160 units 30 were
+    dead and the features had full rank (docs/results/table3_d80_report.md).
+    """
+    base = TABLE3_MTRN["hidden_sizes"]
+    return tuple(2 * n_latents if n_latents > h else h for h in base)
+
+
 def load_real_data(config: RunConfig) -> chen.RealData:
     """The superconductivity data in the wide layout."""
     from identrep.datasets import load_superconductivity
@@ -126,9 +143,7 @@ def fit_mtlcm(config: RunConfig, data, model_seed: int, artifacts=None) -> dict:
     _need(artifacts)
     t0 = time.perf_counter()
     mtrn = dict(TABLE3_MTRN)
-    # the authors' 64-unit layers bound the rank of d > 64 features by 64, and
-    # MTLCM's exact likelihood needs full-rank features: widen the layers to d
-    mtrn["hidden_sizes"] = tuple(max(h, config.n_latents) for h in mtrn["hidden_sizes"])
+    mtrn["hidden_sizes"] = table3_hidden_sizes(config.n_latents)
     pipe = chen.pipeline(config, model_seed, mtrn).fit(data.X, data.Y)
     fit_seconds = time.perf_counter() - t0
     path = latents_path(artifacts, config.run_id)

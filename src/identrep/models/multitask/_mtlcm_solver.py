@@ -15,6 +15,7 @@ from identrep.models.multitask._ajd import (
     minimize_unmixing,
 )
 from identrep.models.multitask._likelihoods import mtlcm_optimal_slopes
+from identrep.models.multitask._mtlcm_bounded import BoundedObjective
 from identrep.models.multitask._mtlcm_objective import ProfiledObjective
 from identrep.models.multitask._stats import TaskStats
 
@@ -132,7 +133,9 @@ def preconditioner(A0: np.ndarray, Rbar: np.ndarray) -> np.ndarray:
     return half @ U0
 
 
-def refine(A0, tens, n_total, sigma_s, sigma_obs, max_iter, tol, dev, T=None):
+def refine(
+    A0, tens, n_total, sigma_s, sigma_obs, max_iter, tol, dev, T=None, gamma_bound=None
+):
     """L-BFGS over A on the exact likelihood with c and the slopes profiled out.
 
     For a fixed A the likelihood separates over tasks; each task's indicators solve a
@@ -141,6 +144,8 @@ def refine(A0, tens, n_total, sigma_s, sigma_obs, max_iter, tol, dev, T=None):
     profiled objective is the partial gradient at those optima. Profiling removes
     the ill-conditioned valley between the scale of a column of A and its
     indicators, where joint L-BFGS over (A, c) crawls for thousands of iterations.
+    With ``gamma_bound`` the slopes are bounded by (1 - c) gamma_bound
+    (:class:`BoundedObjective`) instead of free.
     """
     p, d = A0.shape
     n, Sxx, sxy, syy = tens
@@ -148,7 +153,12 @@ def refine(A0, tens, n_total, sigma_s, sigma_obs, max_iter, tol, dev, T=None):
         T = np.eye(p)
     Tt = torch.as_tensor(T, dtype=torch.float64, device=dev)
     theta0 = np.linalg.solve(T, A0)
-    objective = ProfiledObjective(n, Sxx, sxy, syy, sigma_s, sigma_obs)
+    if gamma_bound is None:
+        objective = ProfiledObjective(n, Sxx, sxy, syy, sigma_s, sigma_obs)
+    else:
+        objective = BoundedObjective(
+            n, Sxx, sxy, syy, sigma_s, sigma_obs, float(gamma_bound)
+        )
 
     def fg(a):
         theta = torch.as_tensor(a, dtype=torch.float64, device=dev).view(p, d)
@@ -185,7 +195,10 @@ def refine(A0, tens, n_total, sigma_s, sigma_obs, max_iter, tol, dev, T=None):
     f, _, v = objective(A, grad=False)
     lo = sigma_s**2
     c = ((v - lo) / (1.0 - lo)).clamp(0.0, 1.0)
-    m = mtlcm_optimal_slopes(A, c, sxy, syy, sigma_s, sigma_obs)
+    if gamma_bound is None:
+        m = mtlcm_optimal_slopes(A, c, sxy, syy, sigma_s, sigma_obs)
+    else:
+        m = objective.m
     return {
         "A": A.cpu().numpy().copy(),
         "c": c.cpu().numpy(),

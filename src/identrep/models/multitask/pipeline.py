@@ -8,7 +8,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from identrep._typing import ArrayLike, Seed
-from identrep.exceptions import InvalidParameterError
+from identrep.exceptions import DataError, InvalidParameterError
 from identrep.models._base import IdentrepEstimator, TaskTargetsMixin
 from identrep.models.multitask.mtlcm import MTLCM, causal_sets_of
 from identrep.models.multitask.mtrn import MTRN
@@ -19,6 +19,32 @@ from identrep.utils.seeding import check_random_state
 from identrep.utils.validation import check_multitask, check_n_latents
 
 __all__ = ["TaskIdentifiable"]
+
+# relative singular-value floor of the standardised features: MTLCM's start needs
+# eigenvalues of their covariance above 1e-12 of the largest (``jd_init``)
+_RANK_RTOL = 1e-6
+
+
+def _check_feature_rank(F: np.ndarray, n_latents: int) -> None:
+    """Stage-1 features of rank below n_latents: say so, and why, before stage 2.
+
+    The features are a linear map of MTRN's last hidden layer, so their rank is at
+    most its number of live units; ReLU units that are zero on every sample (dead)
+    do not count. Stage 2 cannot recover n_latents latents from fewer dimensions.
+    """
+    Fc = F - F.mean(axis=0)
+    ev = np.linalg.eigvalsh(Fc.T @ Fc)
+    s = np.sqrt(np.clip(ev, 0.0, None))[::-1]
+    rank = int((s > _RANK_RTOL * s[0]).sum()) if s[0] > 0 else 0
+    if rank < n_latents:
+        raise DataError(
+            f"TaskIdentifiable: the stage-1 (MTRN) features have rank {rank}, fewer "
+            f"than n_latents={n_latents}, so stage 2 (MTLCM) would be singular. The "
+            "features are a linear map of MTRN's last hidden layer, whose dead "
+            "ReLU units (zero on every sample) add no dimension: widen "
+            "mtrn_params['hidden_sizes'] (e.g. to 2 n_latents) or lower n_latents."
+        )
+
 
 # set by TaskIdentifiable itself, never through the stage parameter dicts
 _RESERVED = {
@@ -186,6 +212,7 @@ class TaskIdentifiable(TaskTargetsMixin, IdentrepEstimator):
         F = mtrn.transform(X)
         mean = F.mean(axis=0)
         scale = safe_scale(F.std(axis=0), mean)
+        _check_feature_rank((F - mean) / scale, F.shape[1])
         mtlcm = MTLCM(
             n_latents=self.n_latents,
             sigma_obs=self.sigma_obs,

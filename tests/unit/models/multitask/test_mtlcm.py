@@ -57,6 +57,7 @@ def test_get_params_and_clone():
         "n_latents",
         "sigma_s",
         "sigma_obs",
+        "gamma_bound",
         "init",
         "n_init",
         "max_iter",

@@ -390,6 +390,16 @@ def test_pipeline_api(data):
     np.testing.assert_array_equal(again.transform(data.X), Z)
 
 
+def test_pipeline_names_rank_deficient_features(data):
+    # a last hidden layer of 2 units gives features of rank <= 2 < n_latents = 3
+    # (Table 3 at d = 80: 6 dead ReLUs of 80 left rank 74)
+    narrow = {**FAST, "hidden_sizes": (16, 2)}
+    with pytest.raises(DataError, match=r"features have rank [0-2], fewer than "):
+        TaskIdentifiable(n_latents=3, mtrn_params=narrow, random_state=0).fit(
+            data.X, data.y, task_ids=data.task_ids
+        )
+
+
 def test_pipeline_rejects_conflicting_sub_parameters(data):
     fit = dict(X=data.X, y=data.y, task_ids=data.task_ids)
     with pytest.raises(
