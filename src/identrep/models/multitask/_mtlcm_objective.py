@@ -13,10 +13,15 @@ d x d matrices only:
 with N_t = S_xx - s_xy s_xy^T / s_yy and k = p log 2 pi + (p - d) log s^2. With the
 indicators at their optimum (Danskin), and K_t = H_t^{-1}, Y_t = A^+ N_t:
 
-    dF/dA^+ = sum_t K_t Y_t - A^T S / (2 s^2)            (S = sum_t S_xx,t)
+    dF/dA^+ = sum_t K_t Y_t,
     dF/dG   = s^2/2 sum_t (n_t K_t - K_t P_t K_t) + (dF/dA^+) A
-    dF/dA   = (sum_t n_t) A G - S A^{+T} / (2 s^2) + (dF/dA^+)^T G
-              - A G (Om + Om^T) G,       Om = dF/dG.
+    dF/dA   = (sum_t n_t) A G + (dF/dA^+)^T G - A G (Om + Om^T) G
+              - Q Q^T S A^{+T} / s^2,       Om = dF/dG,
+
+where the last term is dE/dA / (2 s^2), S = sum_t S_xx,t and Q an orthonormal
+basis of the complement of span A (E and its gradient are computed from Q: written
+as tr S - tr(A^+ S A) they cancel to the rounding of tr S / s^2, which made F noisy
+at 1e-8 relative and stalled L-BFGS's line search; for p = d both are 0).
 
 One evaluation costs 2 T d p^2 + 4 T d^2 p for the products plus the indicator
 solve's few d x d factorisations per task (:func:`solve_indicators`).
@@ -239,18 +244,22 @@ class ProfiledObjective:
         self.v = v
         logdet_AtA = 2.0 * torch.log(torch.diagonal(Lg)).sum()
         k = p * math.log(2 * math.pi) + (p - d) * math.log(s2)
-        SA = self.S @ A  # (p, d)
-        E = torch.trace(self.S) - (Ap.T * SA).sum()
+        # the scatter outside span A from an orthonormal basis Q of its complement,
+        # E = tr(Q^T S Q): no cancellation (tr S - tr(A^+ S A) loses the digits of
+        # tr S, amplified by 1 / s^2), and exactly 0 when p = d
+        if p > d:
+            Qc = torch.linalg.qr(A, mode="complete")[0][:, d:]  # (p, p - d)
+            SQ = self.S @ Qc
+            E = (Qc * SQ).sum()
+        else:
+            E = A.new_zeros(())
         f = 0.5 * ((n * (k + logdet_AtA + logdetH)).sum() + quad + E / s2)
         if not grad:
             return float(f) / self.n_total, None, v
-        # dF/dA^+ = sum_t K_t Y_t - A^T S / (2 s^2); Y_t = Z_t^T
-        dAp = ZK.T - SA.T / (2.0 * s2)
+        # dF/dA^+ = sum_t K_t Y_t (Y_t = Z_t^T) and dE/dA = -2 Q Q^T S A^{+T}
+        dAp = ZK.T
         Om = 0.5 * s2 * Om + dAp @ A
-        dA = (
-            self.n_total * (A @ G)
-            - (self.S @ Ap.T) / (2.0 * s2)
-            + dAp.T @ G
-            - A @ G @ (Om + Om.T) @ G
-        )
+        dA = self.n_total * (A @ G) + dAp.T @ G - A @ G @ (Om + Om.T) @ G
+        if p > d:
+            dA = dA - Qc @ (SQ.T @ Ap.T) / s2
         return float(f) / self.n_total, dA / self.n_total, v
