@@ -148,7 +148,7 @@ def refine(A0, tens, n_total, sigma_s, sigma_obs, max_iter, tol, dev, T=None):
         T = np.eye(p)
     Tt = torch.as_tensor(T, dtype=torch.float64, device=dev)
     theta0 = np.linalg.solve(T, A0)
-    objective = ProfiledObjective(n, Sxx, sxy, syy, sigma_s, sigma_obs)
+    objective = ProfiledObjective(n, Sxx, sxy, syy, sigma_s, sigma_obs, d=d)
 
     def fg(a):
         theta = torch.as_tensor(a, dtype=torch.float64, device=dev).view(p, d)

@@ -69,3 +69,20 @@ def test_objective_is_smooth_under_tiny_moves(p, d):
     f1, _, _ = obj(A + D)
     first_order = float((g0 * D).sum())
     assert abs((f1 - f0) - first_order) < 1e-3 * abs(first_order)
+
+
+@pytest.mark.parametrize(("p", "d"), [(10, 10), (12, 6)])
+def test_low_rank_factor_form_equals_dense_form(p, d):
+    """Tasks with fewer samples than latents (rank n - 2 < d): the objective works
+    on factors N_t = U_t U_t^T; with ``d=1`` every rank reaches d and it keeps the
+    dense (T, p, p) form. Same value and gradient to rounding."""
+    st, A = _problem(T=7, n=6, p=p, d=d, seed=5)
+    low = ProfiledObjective(*st, SIGMA_S, SIGMA_OBS, d=d)
+    dense = ProfiledObjective(*st, SIGMA_S, SIGMA_OBS, d=1)
+    assert low.U is not None and low.r == 4 and dense.U is None
+    for step in (0.0, 1e-3):  # a cold, then a warm start of the indicator solve
+        f1, g1, v1 = low(A + step)
+        f2, g2, v2 = dense(A + step)
+        assert f1 == pytest.approx(f2, rel=1e-12)
+        np.testing.assert_allclose(g1.numpy(), g2.numpy(), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(v1.numpy(), v2.numpy(), atol=1e-9)
