@@ -13,10 +13,15 @@ d x d matrices only:
 with N_t = S_xx - s_xy s_xy^T / s_yy and k = p log 2 pi + (p - d) log s^2. With the
 indicators at their optimum (Danskin), and K_t = H_t^{-1}, Y_t = A^+ N_t:
 
-    dF/dA^+ = sum_t K_t Y_t - A^T S / (2 s^2)            (S = sum_t S_xx,t)
+    dF/dA^+ = sum_t K_t Y_t,
     dF/dG   = s^2/2 sum_t (n_t K_t - K_t P_t K_t) + (dF/dA^+) A
-    dF/dA   = (sum_t n_t) A G - S A^{+T} / (2 s^2) + (dF/dA^+)^T G
-              - A G (Om + Om^T) G,       Om = dF/dG.
+    dF/dA   = (sum_t n_t) A G + (dF/dA^+)^T G - A G (Om + Om^T) G
+              - Q Q^T S A^{+T} / s^2,       Om = dF/dG,
+
+where the last term is dE/dA / (2 s^2), S = sum_t S_xx,t and Q an orthonormal
+basis of the complement of span A (E and its gradient are computed from Q: written
+as tr S - tr(A^+ S A) they cancel to the rounding of tr S / s^2, which made F noisy
+at 1e-8 relative and stalled L-BFGS's line search; for p = d both are 0).
 
 One evaluation costs 2 T d p^2 + 4 T d^2 p for the products plus the indicator
 solve's few d x d factorisations per task (:func:`solve_indicators`).
@@ -91,6 +96,14 @@ def _newton_solve(Hs: Tensor, g: Tensor):
     return x, torch.from_numpy(bad)
 
 
+def _kpk(K: Tensor, P: Tensor, C: Tensor | None):
+    """K P K and, in the factor form P = C C^T, K C (else None)."""
+    if C is None:
+        return _mm(_mm(K, P), K), None
+    KC = _mm(K, C)
+    return _mm(KC, KC.transpose(1, 2)), KC
+
+
 def solve_indicators(
     n: Tensor,
     P: Tensor,
@@ -99,14 +112,16 @@ def solve_indicators(
     s2: float,
     v0: Tensor | None = None,
     *,
+    C: Tensor | None = None,
     max_iter: int = 50,
     rtol: float = 1e-14,
 ):
     """Latent variances v_t in [lo, 1]^d minimising n log det H + tr(H^{-1} P),
     H = diag(v) + s2 G, by projected Newton steps vectorised over tasks.
 
-    Returns ``v, logdet H, K = H^{-1}, K P K`` at the solution (the last three are
-    what the objective and its gradient need, so they are not recomputed).
+    With ``C`` (T, d, r) such that P = C C^T, K P K is formed as (K C)(K C)^T.
+    Returns ``v, logdet H, K = H^{-1}, K P K`` and ``K C`` (None without ``C``) at the
+    solution (what the objective and its gradient need: not recomputed).
     """
     if v0 is None:
         Pd = torch.diagonal(P, dim1=-2, dim2=-1)
@@ -117,7 +132,7 @@ def solve_indicators(
     # tr(K P) from the entries (K, P symmetric): O(d^2), so a trial point costs one
     # factorisation; K P K (two products) only where a trial is accepted
     f = n * logdet + (K * P).sum((1, 2))
-    KPK = _mm(_mm(K, P), K)
+    KPK, KC = _kpk(K, P, C)
     T = len(n)
     active = torch.arange(T, device=n.device)
     for _ in range(max_iter):
@@ -162,18 +177,21 @@ def solve_indicators(
             v_new = (va[todo] - t[todo, None] * step[todo]).clamp(lo, 1.0)
             ld_new, K_new = _chol_inv(v_new, s2G)
             P_new = P if len(idx) == T else P[idx]
+            C_new = C if C is None or len(idx) == T else C[idx]
             f_new = na[todo] * ld_new + (K_new * P_new).sum((1, 2))
             ok = f_new <= fa[todo]
             if len(idx) == T and bool(ok.all()):  # every task accepted: no copies
                 v, logdet, K, f = v_new, ld_new, K_new, f_new
-                KPK = _mm(_mm(K, P), K)
+                KPK, KC = _kpk(K, P, C)
                 todo = todo[:0]
                 break
             done = idx[ok]
             v[done], logdet[done], f[done] = v_new[ok], ld_new[ok], f_new[ok]
             K_ok = K_new[ok]
             K[done] = K_ok
-            KPK[done] = _mm(_mm(K_ok, P_new[ok]), K_ok)
+            KPK[done], KC_ok = _kpk(K_ok, P_new[ok], None if C is None else C_new[ok])
+            if C is not None:
+                KC[done] = KC_ok
             todo = todo[~ok]
             if len(todo) == 0:
                 break
@@ -184,7 +202,44 @@ def solve_indicators(
         active = active[~failed[active]]
         if len(active) == 0:
             break
-    return v, logdet, K, KPK
+    return v, logdet, K, KPK, KC
+
+
+# pivots of N_t below this fraction of its largest diagonal entry are rounding
+_RANK_TOL = 1e-13
+
+
+def _low_rank_factors(N: Tensor, d: int):
+    """``(U, r)``: U of shape (p, T r) with N_t = U_t U_t^T (columns t r ... t r + r,
+    zero-padded), by pivoted Cholesky (LAPACK's dpstrf, stopped where the largest
+    remaining pivot is below ``_RANK_TOL`` max_i (N_t)_ii: the rounding of
+    S_xx - s_xy s_xy^T / s_yy, whose null space holds 1e-16 ... 1e-14 of it);
+    ``(None, p)``
+    where some rank reaches d (the dense form is then no dearer) or N_t is not
+    positive semi-definite."""
+    T, p, _ = N.shape
+    Nn = N.cpu().numpy()
+    factors, r = [], 0
+    for t in range(T):
+        peak = max(np.abs(np.diagonal(Nn[t])).max(), 1e-300)
+        c, piv, rank, info = lapack.dpstrf(Nn[t], tol=_RANK_TOL * peak, lower=1)
+        if info < 0:
+            raise ValueError(f"dpstrf: illegal argument {-info}")
+        Ut = np.zeros((p, rank))
+        Ut[piv - 1] = np.tril(c)[:, :rank]
+        # what is left must be rounding; an indefinite N_t (statistics that are
+        # not one sample's) stops the factor early: the dense form then
+        if not np.abs(Nn[t] - Ut @ Ut.T).max() <= 1e-10 * peak:
+            return None, p
+        factors.append(Ut)
+        r = max(r, rank)
+        if r >= d:
+            return None, p
+    U = np.zeros((p, T, max(r, 1)))
+    for t, Ut in enumerate(factors):
+        U[:, t, : Ut.shape[1]] = Ut
+    U = torch.from_numpy(U.reshape(p, -1)).to(dtype=N.dtype, device=N.device)
+    return U, max(r, 1)
 
 
 class ProfiledObjective:
@@ -197,12 +252,17 @@ class ProfiledObjective:
     sigma_s, sigma_obs : float
     """
 
-    def __init__(self, n, Sxx, sxy, syy, sigma_s: float, sigma_obs: float):
+    def __init__(
+        self, n, Sxx, sxy, syy, sigma_s: float, sigma_obs: float, d: int | None = None
+    ):
         T, p, _ = Sxx.shape
         self.n, self.T, self.p = n, T, p
-        self.N = (Sxx - sxy[:, :, None] * sxy[:, None, :] / syy[:, None, None]).reshape(
-            T * p, p
-        )
+        N = Sxx - sxy[:, :, None] * sxy[:, None, :] / syy[:, None, None]
+        # factor form N_t = U_t U_t^T (rank r) where every rank is below d: then
+        # P_t = C_t C_t^T with C_t = A^+ U_t, and the products cost O(T d p r), not
+        # O(T d p^2) (a task of n_t samples has rank n_t - 2 at most)
+        self.U, self.r = _low_rank_factors(N, p if d is None else d)
+        self.N = N.reshape(T * p, p) if self.U is None else None
         self.S = Sxx.sum(0)
         self.lo, self.s2 = sigma_s**2, sigma_obs**2
         self.n_total = float(n.sum())
@@ -215,10 +275,15 @@ class ProfiledObjective:
         Lg = torch.linalg.cholesky(A.T @ A)
         G = torch.cholesky_inverse(Lg)
         Ap = G @ A.T  # (d, p)
-        # Z_t = N_t A^{+T} as one product; P_t = A^+ Z_t as another
-        Z = (self.N @ Ap.T).view(T, p, d).permute(1, 0, 2).reshape(p, T * d)
-        P = (Ap @ Z).view(d, T, d).permute(1, 0, 2)
-        P = 0.5 * (P + P.transpose(1, 2))
+        r, C = self.r, None
+        if self.U is None:
+            # Z_t = N_t A^{+T} as one product; P_t = A^+ Z_t as another
+            Z = (self.N @ Ap.T).view(T, p, d).permute(1, 0, 2).reshape(p, T * d)
+            P = (Ap @ Z).view(d, T, d).permute(1, 0, 2)
+            P = 0.5 * (P + P.transpose(1, 2))
+        else:  # C_t = A^+ U_t as one product, P_t = C_t C_t^T
+            C = (Ap @ self.U).view(d, T, r).permute(1, 0, 2).contiguous()
+            P = _mm(C, C.transpose(1, 2))
         # the indicator solve and its gradient terms in blocks of tasks: the d x d
         # temporaries of the Newton steps stay O(block d^2), not O(T d^2)
         block = max(1, _BLOCK_ELEMENTS // (d * d))
@@ -230,27 +295,38 @@ class ProfiledObjective:
         for a in range(0, T, block):
             b = slice(a, min(a + block, T))
             v0 = None if self.v is None else self.v[b]
-            v[b], logdetH[b], K, KPK = solve_indicators(n[b], P[b], G, self.lo, s2, v0)
+            Cb = None if C is None else C[b]
+            v[b], logdetH[b], K, KPK, KC = solve_indicators(
+                n[b], P[b], G, self.lo, s2, v0, C=Cb
+            )
             quad = quad + (K * P[b]).sum()
-            if grad:
+            if grad and C is None:
                 ZK += Z[:, a * d : b.stop * d] @ K.reshape(-1, d)
+            elif grad:  # Z_t K_t = U_t (K_t C_t)^T
+                KCt = KC.transpose(1, 2).reshape(-1, d)
+                ZK += self.U[:, a * r : b.stop * r] @ KCt
+            if grad:
                 Om += (n[b, None, None] * K - KPK).sum(0)
-            del K, KPK
+            del K, KPK, KC
         self.v = v
         logdet_AtA = 2.0 * torch.log(torch.diagonal(Lg)).sum()
         k = p * math.log(2 * math.pi) + (p - d) * math.log(s2)
-        SA = self.S @ A  # (p, d)
-        E = torch.trace(self.S) - (Ap.T * SA).sum()
+        # the scatter outside span A from an orthonormal basis Q of its complement,
+        # E = tr(Q^T S Q): no cancellation (tr S - tr(A^+ S A) loses the digits of
+        # tr S, amplified by 1 / s^2), and exactly 0 when p = d
+        if p > d:
+            Qc = torch.linalg.qr(A, mode="complete")[0][:, d:]  # (p, p - d)
+            SQ = self.S @ Qc
+            E = (Qc * SQ).sum()
+        else:
+            E = A.new_zeros(())
         f = 0.5 * ((n * (k + logdet_AtA + logdetH)).sum() + quad + E / s2)
         if not grad:
             return float(f) / self.n_total, None, v
-        # dF/dA^+ = sum_t K_t Y_t - A^T S / (2 s^2); Y_t = Z_t^T
-        dAp = ZK.T - SA.T / (2.0 * s2)
+        # dF/dA^+ = sum_t K_t Y_t (Y_t = Z_t^T) and dE/dA = -2 Q Q^T S A^{+T}
+        dAp = ZK.T
         Om = 0.5 * s2 * Om + dAp @ A
-        dA = (
-            self.n_total * (A @ G)
-            - (self.S @ Ap.T) / (2.0 * s2)
-            + dAp.T @ G
-            - A @ G @ (Om + Om.T) @ G
-        )
+        dA = self.n_total * (A @ G) + dAp.T @ G - A @ G @ (Om + Om.T) @ G
+        if p > d:
+            dA = dA - Qc @ (SQ.T @ Ap.T) / s2
         return float(f) / self.n_total, dA / self.n_total, v
