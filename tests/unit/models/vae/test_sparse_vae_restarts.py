@@ -83,7 +83,7 @@ def test_prior_weight_ramps_and_the_spike_rate_anneals():
     for step, ramp, spike in [
         (0, 0.0, 1.0),
         (20, 0.0, 1.0),
-        (40, 0.5, 4.0),
+        (40, 0.5, 16.0**0.4),
         (60, 1.0, 16.0**0.8),
         (70, 1.0, 16.0),
         (99, 1.0, 16.0),
