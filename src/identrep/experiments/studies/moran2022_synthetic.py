@@ -11,9 +11,10 @@ paper's Eq. 1) and keeps the best of 4 restarts by its training objective
 (``SVAE_SETTINGS``, ``SVAE_RESTARTS``).
 
 Metrics: held-out MSE of the reconstruction (Figure 3a); DCI (Eastwood and
-Williams, 2018) with gradient-boosted-tree importances, fitted on 1,000 of the fresh points and evaluated (informativeness) on the other
-1,000 (the authors' script uses 16); for the Sparse VAE, the support of its masks
-(``support_``) against the true 7 x 2 support, columns matched through the latents
+Williams, 2018) with gradient-boosted-tree importances, fitted on 1,000 of the
+fresh points and evaluated (informativeness) on the other 1,000 (the authors'
+script uses 16); for the Sparse VAE, the support of its masks (``support_``)
+against the true 7 x 2 support, columns matched through the latents
 (support F-score, exact support, rows with no factor).
 
 The paper shows these numbers as a figure only; beside ours the report prints the
