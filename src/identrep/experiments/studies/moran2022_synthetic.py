@@ -6,12 +6,15 @@ Data: :func:`~identrep.datasets.make_sparse_factors` (x1..x7 of Eq. 9, noise sd
 a fresh 2,000-point sample scores the representation. Models: the Sparse VAE, the
 VAE and the beta-VAE (beta = 4), each with 2 latents, hidden (50, 50), batch 100,
 Adam at 1e-2, 200 epochs and the same step-size schedule (the Sparse VAE's
-defaults).
+defaults). The Sparse VAE learns the prior correlation of the factors (the
+paper's Eq. 1) and keeps the best of 4 restarts by its training objective
+(``SVAE_SETTINGS``, ``SVAE_RESTARTS``).
 
-Metrics: DCI (Eastwood and Williams, 2018) with gradient-boosted-tree importances,
-fitted on 1,000 of the fresh points and evaluated (informativeness) on the other
-1,000 (the authors' script uses 16); for the Sparse VAE, the support of its masks
-(``support_``) against the true 7 x 2 support, columns matched through the latents
+Metrics: held-out MSE of the reconstruction (Figure 3a); DCI (Eastwood and
+Williams, 2018) with gradient-boosted-tree importances, fitted on 1,000 of the
+fresh points and evaluated (informativeness) on the other 1,000 (the authors'
+script uses 16); for the Sparse VAE, the support of its masks (``support_``)
+against the true 7 x 2 support, columns matched through the latents
 (support F-score, exact support, rows with no factor).
 
 The paper shows these numbers as a figure only; beside ours the report prints the
@@ -54,6 +57,12 @@ SHARED = dict(
     val_fraction=0.0,
 )
 BETA = 4.0
+#: The Sparse VAE of the study: the paper's model with a learned prior correlation
+#: of the factors (its Eq. 1; the paper's experiments fix Sigma = I), fitted from
+#: SVAE_RESTARTS initialisations, keeping the fit with the lowest training
+#: objective (training data only; docs/notes.md, branch wt-svae-synth2).
+SVAE_SETTINGS = dict(prior_corr="learned")
+SVAE_RESTARTS = 4
 
 
 @dataclass(frozen=True)
@@ -166,7 +175,13 @@ def _estimator(config: SparseFactorConfig, model_seed: int):
     schedule = SparseVAE().lr_schedule
     kw = dict(SHARED, max_epochs=epochs, lr_schedule=schedule, random_state=model_seed)
     if config.model == "Sparse VAE":
-        return SparseVAE(config.n_latents, max_epochs=epochs, random_state=model_seed)
+        return SparseVAE(
+            config.n_latents,
+            max_epochs=epochs,
+            n_restarts=SVAE_RESTARTS,
+            random_state=model_seed,
+            **SVAE_SETTINGS,
+        )
     if config.model == "VAE":
         return VAE(config.n_latents, **kw)
     return BetaVAE(config.n_latents, beta=BETA, **kw)
@@ -184,10 +199,12 @@ def fit_and_score(config, data: FactorData, model_seed: int, artifacts=None) -> 
     Z_hat = model.transform(data.test.X)
     half = config.n_eval // 2
     scores = dci(data.test.Z, Z_hat, n_test=half, random_state=0)
+    recon = model.reconstruct(data.test.X)
     out = {
         "dci_d": scores["disentanglement"],
         "dci_c": scores["completeness"],
         "dci_i": scores["informativeness"],
+        "mse": float(np.mean((recon - data.test.X) ** 2)),
     }
     if hasattr(model, "support_"):
         matching = match_latents(data.test.Z, Z_hat)
@@ -252,6 +269,7 @@ STUDY = register_study(
                 ("dci_d", "DCI-D", 100),
                 ("dci_c", "DCI-C", 100),
                 ("dci_i", "DCI-I (NRMSE)", 100),
+                ("mse", "held-out MSE", 1),
                 ("support_f", "support F", 100),
                 ("exact_support", "exact support", 100),
                 ("empty_rows", "empty rows", 1),
@@ -267,10 +285,16 @@ STUDY = register_study(
                 "support_ (inclusion probability > 0.5) against the true 7 x 2 "
                 "support, its columns matched to the factors through the latents "
                 "(Hungarian on |correlation|); exact support as a percentage of "
-                "seeds; empty rows: features assigned no factor. Std over seeds "
-                "with ddof=0."
+                "seeds; empty rows: features assigned no factor. Held-out MSE: "
+                "mean squared error of the reconstruction (decoder mean at the "
+                "posterior mean) of the fresh sample, in the units of x (the "
+                "paper's Figure 3a). Std over seeds with ddof=0."
             ),
-            plots=(PlotSpec(metrics=("dci_d",)), PlotSpec(metrics=("support_f",))),
+            plots=(
+                PlotSpec(metrics=("dci_d",)),
+                PlotSpec(metrics=("mse",)),
+                PlotSpec(metrics=("support_f",)),
+            ),
         ),
         comparable=("n_train", "n_eval"),
     )

@@ -63,6 +63,7 @@ def test_tiny_run_reports_dci_and_support_beside_the_anchors(tmp_path):
     for r in recs:
         m = r["metrics"]
         assert 0 <= m["dci_d"] <= 1 and 0 <= m["dci_c"] <= 1
+        assert np.isfinite(m["mse"]) and m["mse"] > 0  # Figure 3a's panel
         if r["config"]["model"] == "Sparse VAE":
             assert 0 <= m["support_f"] <= 1 and m["exact_support"] in (0.0, 1.0)
             assert 0 <= m["empty_rows"] <= 7
@@ -77,3 +78,10 @@ def test_tiny_run_reports_dci_and_support_beside_the_anchors(tmp_path):
     assert "90.00" in line
     ours = res[(res["model"] == "Sparse VAE") & (res["rho_pct"] == 0)]["dci_d"]
     assert np.isfinite(ours).all()
+    # one figure per plotted metric (DCI-D, held-out MSE, support F), none lost
+    plots = {p.name for p in (tmp_path / "plots").glob("*.png")}
+    assert {
+        f"moran2022_synthetic_{tag}_vs_rho_pct.png"
+        for tag in ("mcc", "mse", "support_f")
+    } <= plots
+    assert "held-out MSE" in text
