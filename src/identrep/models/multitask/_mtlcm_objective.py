@@ -282,7 +282,7 @@ class ProfiledObjective:
             P = (Ap @ Z).view(d, T, d).permute(1, 0, 2)
             P = 0.5 * (P + P.transpose(1, 2))
         else:  # C_t = A^+ U_t as one product, P_t = C_t C_t^T
-            C = (Ap @ self.U).view(d, T, r).permute(1, 0, 2).contiguous()
+            C = _mm(Ap, self.U).view(d, T, r).permute(1, 0, 2).contiguous()
             P = _mm(C, C.transpose(1, 2))
         # the indicator solve and its gradient terms in blocks of tasks: the d x d
         # temporaries of the Newton steps stay O(block d^2), not O(T d^2)
@@ -304,7 +304,7 @@ class ProfiledObjective:
                 ZK += Z[:, a * d : b.stop * d] @ K.reshape(-1, d)
             elif grad:  # Z_t K_t = U_t (K_t C_t)^T
                 KCt = KC.transpose(1, 2).reshape(-1, d)
-                ZK += self.U[:, a * r : b.stop * r] @ KCt
+                ZK += _mm(self.U[:, a * r : b.stop * r], KCt)
             if grad:
                 Om += (n[b, None, None] * K - KPK).sum(0)
             del K, KPK, KC
