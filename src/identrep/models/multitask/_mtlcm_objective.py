@@ -45,9 +45,14 @@ _BLOCK_ELEMENTS = 2**20
 # On the CPU the batched d x d factorisations run through scipy's LAPACK one matrix
 # at a time: torch's CPU LAPACK here is MKL, whose batched Cholesky and inverse run
 # at about half the rate of scipy's OpenBLAS on this project's AMD machines
-# (docs/notes.md, branch wt-scale2). Other devices use torch's batched kernels.
+# (docs/notes.md, branch wt-scale2). Below _LOOP_MIN_D the per-matrix calls cost
+# more than the arithmetic (torch's batched kernels were faster at d = 10, even at
+# d = 20); other devices always use torch's batched kernels.
+_LOOP_MIN_D = 16
+
+
 def _on_cpu(x: Tensor) -> bool:
-    return x.device.type == "cpu"
+    return x.device.type == "cpu" and x.shape[-1] >= _LOOP_MIN_D
 
 
 def _mm(a: Tensor, b: Tensor) -> Tensor:
