@@ -45,9 +45,14 @@ _BLOCK_ELEMENTS = 2**20
 # On the CPU the batched d x d factorisations run through scipy's LAPACK one matrix
 # at a time: torch's CPU LAPACK here is MKL, whose batched Cholesky and inverse run
 # at about half the rate of scipy's OpenBLAS on this project's AMD machines
-# (docs/notes.md, branch wt-scale2). Other devices use torch's batched kernels.
+# (docs/notes.md, branch wt-scale2). Below _LOOP_MIN_D the per-matrix calls cost
+# more than the arithmetic (torch's batched kernels were faster at d = 10, even at
+# d = 20); other devices always use torch's batched kernels.
+_LOOP_MIN_D = 16
+
+
 def _on_cpu(x: Tensor) -> bool:
-    return x.device.type == "cpu"
+    return x.device.type == "cpu" and x.shape[-1] >= _LOOP_MIN_D
 
 
 def _mm(a: Tensor, b: Tensor) -> Tensor:
@@ -282,7 +287,7 @@ class ProfiledObjective:
             P = (Ap @ Z).view(d, T, d).permute(1, 0, 2)
             P = 0.5 * (P + P.transpose(1, 2))
         else:  # C_t = A^+ U_t as one product, P_t = C_t C_t^T
-            C = (Ap @ self.U).view(d, T, r).permute(1, 0, 2).contiguous()
+            C = _mm(Ap, self.U).view(d, T, r).permute(1, 0, 2).contiguous()
             P = _mm(C, C.transpose(1, 2))
         # the indicator solve and its gradient terms in blocks of tasks: the d x d
         # temporaries of the Newton steps stay O(block d^2), not O(T d^2)
@@ -304,7 +309,7 @@ class ProfiledObjective:
                 ZK += Z[:, a * d : b.stop * d] @ K.reshape(-1, d)
             elif grad:  # Z_t K_t = U_t (K_t C_t)^T
                 KCt = KC.transpose(1, 2).reshape(-1, d)
-                ZK += self.U[:, a * r : b.stop * r] @ KCt
+                ZK += _mm(self.U[:, a * r : b.stop * r], KCt)
             if grad:
                 Om += (n[b, None, None] * K - KPK).sum(0)
             del K, KPK, KC
