@@ -372,7 +372,7 @@ _BILEVEL_TRAINING = dict(
     batch_size=400,
     patience=None,
     val_fraction=0.0,
-    standardize_targets=False,
+    standardize_targets="pooled",
 )
 
 

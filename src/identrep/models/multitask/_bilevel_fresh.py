@@ -83,8 +83,9 @@ class FreshTaskBatches:
     seed : int
         Seed of the numpy generator of all draws (drawn once: passes continue the
         stream, so no task repeats by construction).
-    standardize : bool
-        Centre and scale every task's targets (population std), as
+    standardize : bool or "pooled"
+        Centre and scale every task's targets (population std), or centre them
+        and divide by the step's pooled std (``"pooled"``), as
         ``standardize_targets`` does for fixed tasks.
     dtype, device
         Of the targets.
@@ -97,7 +98,7 @@ class FreshTaskBatches:
         self.rows = rows
         self.n_tasks = int(n_tasks)
         self.n_steps = int(n_steps)
-        self.standardize = bool(standardize)
+        self.standardize = standardize
         self.dtype, self.device = dtype, device
         self._rng = np.random.default_rng(seed)
 
@@ -119,8 +120,11 @@ class FreshTaskBatches:
                 f"shape {expected}; got {rows.shape} and {y.shape}."
             )
         if self.standardize:
+            y = y - y.mean(1, keepdims=True)
             sd = y.std(1, keepdims=True)
-            y = (y - y.mean(1, keepdims=True)) / np.where(sd > 0, sd, 1.0)
+            if self.standardize == "pooled":  # one scale: tasks keep their weights
+                sd = np.full_like(sd, np.sqrt(np.mean(sd**2)))
+            y = y / np.where(sd > 0, sd, 1.0)
         B, n = expected
         x = self.rows[torch.as_tensor(rows.reshape(-1), dtype=torch.long)]
         yt = torch.as_tensor(y.reshape(-1), dtype=self.dtype, device=self.device)

@@ -121,9 +121,8 @@ class MTRN(
     heads : {"joint", "ridge", "group_lasso"}, default="joint"
         Task-head solver.
     loss : {"squared", "multinomial"}, default="squared"
-        Regression, or (``heads="group_lasso"`` only) classification: ``y`` are
-        class labels (long layout), the heads multinomial group lassos (see
-        :class:`~identrep.BilevelSparseMTL`), with ``predict_proba``.
+        Regression, or classification with ``heads="group_lasso"`` (class labels
+        ``y``, long layout; see :class:`~identrep.BilevelSparseMTL`).
     l1_reg : float in (0, 1), default=0.3
         Lasso penalty of ``heads="group_lasso"``, as a fraction of each task's
         lambda_max (the smallest penalty with all-zero weights).
@@ -133,11 +132,12 @@ class MTRN(
     refit_heads : bool, default=True
         With ``heads="joint"``, replace the heads by their exact ridge solution on
         the training observations after every epoch (costs one forward pass).
-    standardize_targets : bool, default=True
+    standardize_targets : bool or "pooled", default=True
         Train on targets centred and scaled within each task (population std); the
         fitted heads and predictions are mapped back to the original scale. This
-        weights tasks equally whatever their units. For the paper's synthetic data
-        (targets of similar scale) it changes little.
+        weights tasks equally whatever their units. ``"pooled"``: centred within
+        each task, one scale for all (their pooled std), so tasks keep their
+        relative weights (:class:`~identrep.BilevelSparseMTL`'s default).
     standardize_inputs : bool or None, default=None
         None: True for the default MLP extractor, False for a custom
         ``extractor`` (True is then an error: the extractor sees raw ``X``).
@@ -230,7 +230,7 @@ class MTRN(
         "l1_reg": [Interval(Real, 0, 1, closed="neither")],
         "ridge_alpha": [Interval(Real, 0, None, closed="neither")],
         "refit_heads": ["boolean"],
-        "standardize_targets": ["boolean"],
+        "standardize_targets": ["boolean", StrOptions({"pooled"})],
         "standardize_inputs": ["boolean", None],
         **{
             k: TRAINING_CONSTRAINTS[k]
@@ -366,6 +366,9 @@ class MTRN(
         counts = data.counts()
         if self.standardize_targets:  # in float64, for any magnitude
             mu, sd = task_moments(data.y, data.task_ids, T)
+            if self.standardize_targets == "pooled":  # one scale, any magnitude
+                u = sd.max()
+                sd = np.full(T, u * np.sqrt(np.average((sd / u) ** 2, weights=counts)))
         else:
             mu, sd = np.zeros(T), np.ones(T)
         y_std = (data.y - mu[data.task_ids]) / sd[data.task_ids]

@@ -83,7 +83,7 @@ class RidgeICA(MTRN):
         ica_fun: str = "logcosh",
         ica_max_iter: int = 1000,
         ica_tol: float = 1e-4,
-        standardize_targets: bool = False,
+        standardize_targets: bool | str = "pooled",
         standardize_inputs: bool | None = None,
         lr: float = 1e-3,
         lr_schedule: str | None = None,

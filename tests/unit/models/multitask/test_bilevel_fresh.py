@@ -248,3 +248,32 @@ def test_multinomial_validation_split_scores_held_out_rows(classes):
     expected = torch.nn.functional.cross_entropy(logits, labels[~fit])
     assert int(n) == int((~fit).sum())
     assert float(loss_m) == pytest.approx(float(expected), rel=1e-6)
+
+
+def test_pooled_target_scaling_keeps_the_tasks_relative_weights(data):
+    """standardize_targets="pooled" (the bilevel default) centres every task and
+    divides all by one pooled std; fresh-task steps do the same per step."""
+    m = ir.BilevelSparseMTL(random_state=0, **TINY).fit(
+        data.X, data.y, task_ids=data.task_ids
+    )
+    assert m.standardize_targets == "pooled"
+    y = data.y.reshape(24, 40)
+    np.testing.assert_allclose(m.target_mean_, y.mean(1))
+    pooled = np.sqrt(np.mean(y.var(1)))  # equal task sizes: plain mean
+    np.testing.assert_allclose(m.target_scale_, np.full(24, pooled))
+    from identrep.models.multitask._bilevel_fresh import FreshTaskBatches
+
+    batches = FreshTaskBatches(
+        SparseTaskSampler.from_data(data),
+        torch.as_tensor(data.X),
+        n_tasks=5,
+        n_steps=1,
+        seed=0,
+        standardize="pooled",
+        dtype=torch.float64,
+        device="cpu",
+    )
+    yb = next(iter(batches)).y.numpy().reshape(5, 40)
+    np.testing.assert_allclose(yb.mean(1), 0, atol=1e-12)
+    np.testing.assert_allclose(np.mean(yb.var(1)), 1.0)
+    assert yb.var(1).std() > 0.05  # tasks keep different variances
