@@ -269,7 +269,7 @@ STUDY = register_study(
                 ("dci_d", "DCI-D", 100),
                 ("dci_c", "DCI-C", 100),
                 ("dci_i", "DCI-I (NRMSE)", 100),
-                ("mse", "held-out MSE", 1),
+                ("mse", "held-out MSE", 100),
                 ("support_f", "support F", 100),
                 ("exact_support", "exact support", 100),
                 ("empty_rows", "empty rows", 1),
