@@ -351,9 +351,9 @@ class SparseVAE(HeldoutNLLMixin, BaseVAE):
         """Fit ``n_restarts`` times from different initialisations and keep the
         fit with the lowest training objective (:meth:`training_objective` on
         ``X``); with one restart, a single fit."""
+        self._validate_params()
         if int(self.n_restarts) <= 1:
             return super().fit(X, y, task_ids=task_ids)
-        self._validate_params()
         rng = check_random_state(self.random_state)
         seeds = rng.integers(0, 2**31 - 1, size=int(self.n_restarts))
         best, objectives = None, []
