@@ -53,19 +53,30 @@ def main():
     p = Xtr.sum(0) + 1e-3
     p /= p.sum()
     pop = -(X_te * np.log(p)).sum(1).mean()
-    kw = dict(n_latents=20, hidden_sizes=(50, 50), max_epochs=args.epochs,
-              batch_size=128, lr=1e-2, likelihood="categorical", val_fraction=0.0,
-              patience=None, random_state=0, beta=args.beta)
+    kw = dict(
+        n_latents=20,
+        hidden_sizes=(50, 50),
+        max_epochs=args.epochs,
+        batch_size=128,
+        lr=1e-2,
+        likelihood="categorical",
+        val_fraction=0.0,
+        patience=None,
+        random_state=0,
+        beta=args.beta,
+    )
     cls = getattr(models, args.model)
     params = cls().get_params()
     est = cls(**{k: v for k, v in kw.items() if k in params and v is not None})
     t0 = time.process_time()
     est.fit(Xtr)
     cpu = time.process_time() - t0
-    line = (f"{args.model} epochs={args.epochs} beta={args.beta} "
-            f"unshifted={args.unshifted} cpu={cpu:.1f}s popularity(test)={pop:.2f} "
-            f"NLL train={est.heldout_nll(Xtr):.2f} heldout-in-dist="
-            f"{est.heldout_nll(X_in):.2f} test={est.heldout_nll(X_te):.2f}")
+    line = (
+        f"{args.model} epochs={args.epochs} beta={args.beta} "
+        f"unshifted={args.unshifted} cpu={cpu:.1f}s popularity(test)={pop:.2f} "
+        f"NLL train={est.heldout_nll(Xtr):.2f} heldout-in-dist="
+        f"{est.heldout_nll(X_in):.2f} test={est.heldout_nll(X_te):.2f}"
+    )
     m = est.module_
     if hasattr(m, "standardize") and hasattr(m, "encoder"):
         with torch.no_grad():
