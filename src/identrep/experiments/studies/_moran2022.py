@@ -365,6 +365,26 @@ def seed_range(seeds: int, quick: bool, quick_seeds: int = 1) -> range:
     return range(min(seeds, quick_seeds) if quick else seeds)
 
 
+def table_settings(
+    full: dict,
+    quick_settings: dict,
+    *,
+    seeds,
+    quick,
+    n_latents,
+    default_latents,
+    max_epochs,
+):
+    """A table's settings and splits from its CLI options: ``full`` with the
+    requested latents, ``quick_settings`` over it when ``quick``, then the epoch
+    budget; returns ``(settings, splits)``."""
+    settings = dict(full, n_latents=n_latents_or(n_latents, default_latents))
+    splits = seed_range(seeds, quick)
+    if quick:
+        settings.update(quick_settings)
+    return budget(settings, max_epochs), splits
+
+
 # ------------------------------------------------------------------ scoring
 def heldout_nll(est, X_test) -> float:
     """Held-out reconstruction NLL per row (nats, one sampled z; the model's

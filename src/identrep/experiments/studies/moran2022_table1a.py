@@ -51,11 +51,15 @@ def grid(
     data must be installed: checked here, before any run."""
     if source not in VARIANTS:
         raise ValueError(f"--movielens must be one of {VARIANTS}; got {source!r}.")
-    settings = dict(TABLE1A_FULL, n_latents=mo.n_latents_or(n_latents, 30))
-    splits = mo.seed_range(seeds, quick)
-    if quick:
-        settings.update(TABLE1A_QUICK)
-    settings = mo.budget(settings, max_epochs)
+    settings, splits = mo.table_settings(
+        TABLE1A_FULL,
+        TABLE1A_QUICK,
+        seeds=seeds,
+        quick=quick,
+        n_latents=n_latents,
+        default_latents=30,
+        max_epochs=max_epochs,
+    )
     load_ratings(source)  # a missing data set fails here, with how to install it
     base = mo.MoranConfig(table=NAME, source=source, **settings)
     return [

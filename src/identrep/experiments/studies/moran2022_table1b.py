@@ -31,11 +31,15 @@ TABLE1B_QUICK = {"max_epochs": 3, "n_rows": 1200, "hidden": 50}
 
 def grid(seeds=5, quick=False, models=mo.TEXT_MODELS, n_latents=None, max_epochs=None):
     """Five random 80/20 splits of the abstracts (``quick``: TABLE1B_QUICK)."""
-    settings = dict(TABLE1B_FULL, n_latents=mo.n_latents_or(n_latents, 20))
-    splits = mo.seed_range(seeds, quick)
-    if quick:
-        settings.update(TABLE1B_QUICK)
-    settings = mo.budget(settings, max_epochs)
+    settings, splits = mo.table_settings(
+        TABLE1B_FULL,
+        TABLE1B_QUICK,
+        seeds=seeds,
+        quick=quick,
+        n_latents=n_latents,
+        default_latents=20,
+        max_epochs=max_epochs,
+    )
     load_abstracts()  # absent data fail here, saying where to put them
     base = mo.MoranConfig(table=NAME, **settings)
     return [

@@ -43,11 +43,15 @@ N_TOPICS = 20
 def grid(seeds=5, quick=False, models=mo.TEXT_MODELS, n_latents=None, max_epochs=None):
     """Three shifts x five semi-synthetic data sets (noise draw and 80/20 split
     of the documents per seed; ``quick``: TABLE2_QUICK)."""
-    settings = dict(TABLE2_FULL, n_latents=mo.n_latents_or(n_latents, 20))
-    splits = mo.seed_range(seeds, quick)
-    if quick:
-        settings.update(TABLE2_QUICK)
-    settings = mo.budget(settings, max_epochs)
+    settings, splits = mo.table_settings(
+        TABLE2_FULL,
+        TABLE2_QUICK,
+        seeds=seeds,
+        quick=quick,
+        n_latents=n_latents,
+        default_latents=20,
+        max_epochs=max_epochs,
+    )
     load_abstracts()  # absent data fail here, saying where to put them
     base = mo.MoranConfig(table=NAME, **settings)
     return [

@@ -36,11 +36,15 @@ def grid(
     seeds=5, quick=False, models=mo.TABLE4_MODELS, n_latents=None, max_epochs=None
 ):
     """Five random 80/20 splits of the cells (``quick``: see TABLE4_QUICK)."""
-    settings = dict(TABLE4_FULL, n_latents=mo.n_latents_or(n_latents, 15))
-    splits = mo.seed_range(seeds, quick)
-    if quick:
-        settings.update(TABLE4_QUICK)
-    settings = mo.budget(settings, max_epochs)
+    settings, splits = mo.table_settings(
+        TABLE4_FULL,
+        TABLE4_QUICK,
+        seeds=seeds,
+        quick=quick,
+        n_latents=n_latents,
+        default_latents=15,
+        max_epochs=max_epochs,
+    )
     base = mo.MoranConfig(table=NAME, **settings)
     return [
         dataclasses.replace(base, model=m, seed=s)
