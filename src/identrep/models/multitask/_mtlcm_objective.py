@@ -36,18 +36,21 @@ import torch
 from scipy.linalg import lapack
 from torch import Tensor
 
+from identrep.models.multitask._indicators_cpu import solve_indicators_np
+
 __all__ = ["ProfiledObjective", "solve_indicators"]
 
 # tasks per block of the indicator solve: about this many d x d matrix entries
 _BLOCK_ELEMENTS = 2**20
 
 
-# On the CPU the batched d x d factorisations run through scipy's LAPACK one matrix
-# at a time: torch's CPU LAPACK here is MKL, whose batched Cholesky and inverse run
-# at about half the rate of scipy's OpenBLAS on this project's AMD machines
-# (docs/notes.md, branch wt-scale2). Below _LOOP_MIN_D the per-matrix calls cost
-# more than the arithmetic (torch's batched kernels were faster at d = 10, even at
-# d = 20); other devices always use torch's batched kernels.
+# On the CPU the indicator solve runs task by task in numpy and scipy's LAPACK
+# (:mod:`_indicators_cpu`): torch's CPU LAPACK here is MKL, whose batched Cholesky
+# and inverse run at about half the rate of scipy's OpenBLAS on this project's AMD
+# machines, and batched elementwise passes over (T, d, d) temporaries cost as much
+# as the factorisations (docs/notes.md, branches wt-scale2, wt-scale3). Below
+# _LOOP_MIN_D the per-matrix calls cost more than the arithmetic (torch's batched
+# kernels were faster at d = 10); other devices always use torch's batched kernels.
 _LOOP_MIN_D = 16
 
 
@@ -66,39 +69,18 @@ def _chol_inv(v: Tensor, s2G: Tensor):
     """Log-determinant and inverse of H = diag(v) + s2G for a batch of v (T, d)."""
     H = s2G.repeat(len(v), 1, 1)
     H.diagonal(dim1=1, dim2=2).add_(v)
-    if not _on_cpu(H):
-        L, info = torch.linalg.cholesky_ex(H)
-        if bool((info != 0).any()):
-            raise torch.linalg.LinAlgError("H is not positive definite")
-        logdet = 2.0 * torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
-        return logdet, torch.cholesky_inverse(L)
-    Hn = H.numpy()
-    diag = np.empty(Hn.shape[:2])
-    for i in range(len(Hn)):
-        # the transposed view is Fortran-ordered: LAPACK works in place, on the
-        # upper triangle of the C-ordered matrix
-        c, info = lapack.dpotrf(Hn[i].T, lower=1, clean=0, overwrite_a=1)
-        if info != 0:
-            raise torch.linalg.LinAlgError("H is not positive definite")
-        diag[i] = c.diagonal()
-        lapack.dpotri(c, lower=1, overwrite_c=1)
-    logdet = torch.from_numpy(2.0 * np.log(diag).sum(-1))
-    upper = torch.ones(H.shape[1:], dtype=torch.bool).triu()
-    return logdet, torch.where(upper, H, H.transpose(1, 2))
+    L, info = torch.linalg.cholesky_ex(H)
+    if bool((info != 0).any()):
+        raise torch.linalg.LinAlgError("H is not positive definite")
+    logdet = 2.0 * torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
+    return logdet, torch.cholesky_inverse(L)
 
 
 def _newton_solve(Hs: Tensor, g: Tensor):
     """Solutions of Hs x = g for a batch of symmetric systems and a mask of the
     systems that are not positive definite (their x is meaningless)."""
-    if not _on_cpu(Hs):
-        Lh, info = torch.linalg.cholesky_ex(Hs)
-        return torch.cholesky_solve(g[:, :, None], Lh)[..., 0], info != 0
-    Hn, x = Hs.numpy(), g.clone()
-    xn, bad = x.numpy(), np.zeros(len(Hn), dtype=bool)
-    for i in range(len(Hn)):
-        _, _, info = lapack.dposv(Hn[i].T, xn[i], lower=1, overwrite_a=1, overwrite_b=1)
-        bad[i] = info != 0
-    return x, torch.from_numpy(bad)
+    Lh, info = torch.linalg.cholesky_ex(Hs)
+    return torch.cholesky_solve(g[:, :, None], Lh)[..., 0], info != 0
 
 
 def _kpk(K: Tensor, P: Tensor, C: Tensor | None):
@@ -120,14 +102,30 @@ def solve_indicators(
     C: Tensor | None = None,
     max_iter: int = 50,
     rtol: float = 1e-14,
+    work: dict | None = None,
 ):
     """Latent variances v_t in [lo, 1]^d minimising n log det H + tr(H^{-1} P),
     H = diag(v) + s2 G, by projected Newton steps vectorised over tasks.
 
     With ``C`` (T, d, r) such that P = C C^T, K P K is formed as (K C)(K C)^T.
-    Returns ``v, logdet H, K = H^{-1}, K P K`` and ``K C`` (None without ``C``) at the
-    solution (what the objective and its gradient need: not recomputed).
+    Returns ``v, logdet H, K = H^{-1}, K P K``, ``K C`` (None without ``C``) and
+    tr(K P) per task at the solution (what the objective and its gradient need: not
+    recomputed). On the CPU (d >= ``_LOOP_MIN_D``) the solve runs task by task
+    (:func:`solve_indicators_np`); ``work`` then keeps its buffers between calls and
+    the K, K P K, K C returned are views into them, valid until the next call.
     """
+    if _on_cpu(P):
+        out = solve_indicators_np(
+            *(None if a is None else a.numpy() for a in (n, P, G)),
+            lo,
+            s2,
+            None if v0 is None else v0.numpy(),
+            None if C is None else C.numpy(),
+            {} if work is None else work,
+            max_iter=max_iter,
+            rtol=rtol,
+        )
+        return tuple(None if a is None else torch.from_numpy(a) for a in out)
     if v0 is None:
         Pd = torch.diagonal(P, dim1=-2, dim2=-1)
         v0 = (Pd / n[:, None] - s2 * torch.diagonal(G)).clamp(lo, 1.0)
@@ -207,7 +205,7 @@ def solve_indicators(
         active = active[~failed[active]]
         if len(active) == 0:
             break
-    return v, logdet, K, KPK, KC
+    return v, logdet, K, KPK, KC, (K * P).sum((1, 2))
 
 
 # pivots of N_t below this fraction of its largest diagonal entry are rounding
@@ -272,6 +270,7 @@ class ProfiledObjective:
         self.lo, self.s2 = sigma_s**2, sigma_obs**2
         self.n_total = float(n.sum())
         self.v = None  # warm start of the indicator solve
+        self._work = {}  # the CPU indicator solve's buffers, reused between calls
 
     def __call__(self, A: Tensor, *, grad: bool = True):
         """Mean NLL per sample at A, its gradient (p, d) and the variances v."""
@@ -301,17 +300,18 @@ class ProfiledObjective:
             b = slice(a, min(a + block, T))
             v0 = None if self.v is None else self.v[b]
             Cb = None if C is None else C[b]
-            v[b], logdetH[b], K, KPK, KC = solve_indicators(
-                n[b], P[b], G, self.lo, s2, v0, C=Cb
+            v[b], logdetH[b], K, KPK, KC, tkp = solve_indicators(
+                n[b], P[b], G, self.lo, s2, v0, C=Cb, work=self._work
             )
-            quad = quad + (K * P[b]).sum()
+            quad = quad + tkp.sum()
             if grad and C is None:
                 ZK += Z[:, a * d : b.stop * d] @ K.reshape(-1, d)
             elif grad:  # Z_t K_t = U_t (K_t C_t)^T
                 KCt = KC.transpose(1, 2).reshape(-1, d)
                 ZK += _mm(self.U[:, a * r : b.stop * r], KCt)
             if grad:
-                Om += (n[b, None, None] * K - KPK).sum(0)
+                # contractions over the block: no (block, d, d) temporaries
+                Om += torch.tensordot(n[b], K, 1) - KPK.sum(0)
             del K, KPK, KC
         self.v = v
         logdet_AtA = 2.0 * torch.log(torch.diagonal(Lg)).sum()
