@@ -70,7 +70,8 @@ def solve_indicators_np(n, P, G, lo, s2, v0, C, work, max_iter=50, rtol=1e-14):
 
     ``work`` holds reusable buffers between calls: the K, K P K (and K C) returned
     are views into it, valid until the next call. Returns ``v, logdet H, K, K P K,
-    K C`` (None without ``C``) and tr(K P) per task.
+    K C`` and tr(K P) per task; with ``C`` K P K is None (sum (K C)(K C)^T over
+    tasks instead), without ``C`` K C is None.
     """
     B, d = P.shape[0], P.shape[1]
     s2G = s2 * G
@@ -88,15 +89,27 @@ def solve_indicators_np(n, P, G, lo, s2, v0, C, work, max_iter=50, rtol=1e-14):
     logdet, tkp = np.empty(B), np.empty(B)
     kd, kpkd = np.empty((B, d)), np.empty((B, d))  # diagonals of K, K P K
 
+    # in the factor form K P K = (K C)(K C)^T is formed only for a Newton matrix:
+    # its diagonal (the gradient) is the row norms of K C, and the caller sums it
+    # over tasks as one product of the stacked K C
+    kpk_ok = np.zeros(B, dtype=bool)
+
     def products(i):
+        kd[i] = K[i].diagonal()
         if C is None:
             np.matmul(K[i], P[i], out=w[0])
             np.matmul(w[0], K[i], out=KPK[i])
+            kpkd[i] = KPK[i].diagonal()
         else:
             np.matmul(K[i], C[i], out=KC[i])
+            np.einsum("ij,ij->i", KC[i], KC[i], out=kpkd[i])
+            kpk_ok[i] = False
+
+    def kpk(i):
+        if C is not None and not kpk_ok[i]:
             np.matmul(KC[i], KC[i].T, out=KPK[i])
-        kd[i] = K[i].diagonal()
-        kpkd[i] = KPK[i].diagonal()
+            kpk_ok[i] = True
+        return KPK[i]
 
     for i in range(B):
         logdet[i] = _inverse(K[i], s2G, v[i], lower)
@@ -127,7 +140,7 @@ def solve_indicators_np(n, P, G, lo, s2, v0, C, work, max_iter=50, rtol=1e-14):
                     continue
             # the Newton system on the free block, the identity elsewhere
             h = Hs[i]
-            np.multiply(KPK[i], 2.0, out=h)
+            np.multiply(kpk(i), 2.0, out=h)
             np.multiply(K[i], na[j], out=w[0])
             h -= w[0]
             h *= K[i]
@@ -172,4 +185,4 @@ def solve_indicators_np(n, P, G, lo, s2, v0, C, work, max_iter=50, rtol=1e-14):
         active = active[keep]
         if len(active) == 0:
             break
-    return v, logdet, K, KPK, KC, tkp
+    return v, logdet, K, (KPK if C is None else None), KC, tkp

@@ -304,14 +304,14 @@ class ProfiledObjective:
                 n[b], P[b], G, self.lo, s2, v0, C=Cb, work=self._work
             )
             quad = quad + tkp.sum()
+            # contractions over the block: no (block, d, d) temporaries
             if grad and C is None:
                 ZK += Z[:, a * d : b.stop * d] @ K.reshape(-1, d)
-            elif grad:  # Z_t K_t = U_t (K_t C_t)^T
+                Om += torch.tensordot(n[b], K, 1) - KPK.sum(0)
+            elif grad:  # Z_t K_t = U_t (K_t C_t)^T, sum_t K_t P_t K_t = KCt^T KCt
                 KCt = KC.transpose(1, 2).reshape(-1, d)
                 ZK += _mm(self.U[:, a * r : b.stop * r], KCt)
-            if grad:
-                # contractions over the block: no (block, d, d) temporaries
-                Om += torch.tensordot(n[b], K, 1) - KPK.sum(0)
+                Om += torch.tensordot(n[b], K, 1) - KCt.T @ KCt
             del K, KPK, KC
         self.v = v
         logdet_AtA = 2.0 * torch.log(torch.diagonal(Lg)).sum()

@@ -160,13 +160,22 @@ def refine(
             n, Sxx, sxy, syy, sigma_s, sigma_obs, float(gamma_bound)
         )
 
+    # the last evaluation, kept: L-BFGS-B re-evaluates its start (f_prev below, each
+    # restart) and the final point's value and variances are the last evaluation's
+    last = {}
+
     def fg(a):
+        key = a.tobytes()
+        if last.get("key") == key:
+            return last["f"], last["g"].copy()
         theta = torch.as_tensor(a, dtype=torch.float64, device=dev).view(p, d)
         try:
-            f, gA, _ = objective(Tt @ theta)
+            f, gA, v = objective(Tt @ theta)
         except torch.linalg.LinAlgError:
             return np.inf, np.zeros_like(a)
-        return f, (Tt.T @ gA).cpu().numpy().ravel()
+        g = (Tt.T @ gA).cpu().numpy().ravel()
+        last.update(key=key, f=f, g=g.copy(), v=v)
+        return f, g
 
     # L-BFGS-B, restarted with fresh curvature memory when its line search stalls
     # while still improving (rounding noise of the inner solves can stall it)
@@ -192,7 +201,10 @@ def refine(
         if n_iter >= max_iter:
             break
     A = Tt @ torch.as_tensor(x, dtype=torch.float64, device=dev).view(p, d)
-    f, _, v = objective(A, grad=False)
+    if last.get("key") == np.asarray(x, dtype=float).tobytes():
+        f, v = last["f"], last["v"]
+    else:
+        f, _, v = objective(A, grad=False)
     lo = sigma_s**2
     c = ((v - lo) / (1.0 - lo)).clamp(0.0, 1.0)
     if gamma_bound is None:
