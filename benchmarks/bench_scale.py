@@ -3,19 +3,28 @@
 Each fit runs in a fresh process on the Table 1 process (``make_linear_tasks``,
 random mixing, 4 causal latents per task, p = d) with one thread. Beside each time
 the *physical floor* is printed, measured in the same run: the floating-point
-operations of one likelihood-and-gradient evaluation,
+operations of one likelihood-and-gradient evaluation in the form the objective
+uses, dense
 
     T (2 p^2 d + 4 p d^2 + 16 d^3 / 3)
 
 (the three products of ``_mtlcm_objective`` and one Newton step of the indicator
-solve: Cholesky, inverse, K P, K P K and the Newton system), divided by the batched
-Cholesky throughput measured on (T, d, d) matrices (CPU time), times the number of
-evaluations the fit made. Times are CPU seconds of the fit's process (wall seconds
-beside them: on a shared machine they include waiting). "floor x" is fit time /
-that floor: the overhead above pure factorisation arithmetic (below 1 where small
-batched factorisations are dominated by per-matrix overhead, as at d = 10). Peak
-memory is the peak resident set of the fit's process above its resident set just
-before the fit (the input arrays already loaded).
+solve: Cholesky, inverse, K P, K P K and the Newton system), or, when every task's
+N_t has rank r < d (the factor form N_t = U_t U_t^T, "r" column),
+
+    T (4 p d r + 6 d^2 r + 4 d^3 / 3)
+
+(C = A^+ U, C C^T, U (K C)^T; Cholesky, inverse, K C, (K C)(K C)^T and the Newton
+system), divided by the batched Cholesky throughput measured on (T, d, d) matrices
+(CPU time), times the number of evaluations the fit made. Times are CPU seconds of
+the fit's process (wall seconds beside them: on a shared machine they include
+waiting). "floor x" is fit time / that floor (the overhead above the arithmetic of
+one Newton step per evaluation at Cholesky speed); "of floor" its inverse, the
+achieved fraction of the floor. Below 1x where small batched factorisations are
+dominated by per-matrix overhead (d = 10: the measured Cholesky throughput is low).
+Peak memory is the peak resident set of the fit's process above its resident set
+just before the fit (the input arrays already loaded). "loglik" is the fit's
+``log_likelihood_`` (per sample).
 
 Run: ``python benchmarks/bench_scale.py [--quick] [--out docs/results]``
 (writes ``scale.csv`` and ``plots/scale.png`` there).
@@ -54,11 +63,12 @@ reps, t0 = 0, time.process_time()  # CPU time: the machine may be shared
 while time.process_time() - t0 < 0.5:
     torch.linalg.cholesky(S); reps += 1
 chol_flops = reps * S.shape[0] * d**3 / 3 / (time.process_time() - t0)
-calls = [0]
+calls, rank = [0], [None]
 if obj is not None:
     orig = obj.ProfiledObjective.__call__
     def counted(self, A, *, grad=True):
         calls[0] += 1
+        rank[0] = None if getattr(self, "U", None) is None else int(self.r)
         return orig(self, A, grad=grad)
     obj.ProfiledObjective.__call__ = counted
 rss0 = int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -70,9 +80,14 @@ cpu, wall = time.process_time() - c0, time.perf_counter() - w0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 p = X.shape[1]
 calls[0] = calls[0] or m.n_iter_  # uncounted: at least one per iteration
-flops_eval = T * (2 * p * p * d + 4 * p * d * d + 16 * d**3 / 3)
+r = rank[0]
+if r is None:  # the dense form
+    flops_eval = T * (2 * p * p * d + 4 * p * d * d + 16 * d**3 / 3)
+else:  # the factor form N_t = U_t U_t^T, rank r < d
+    flops_eval = T * (4 * p * d * r + 6 * d * d * r + 4 * d**3 / 3)
 print(json.dumps(dict(
     T=T, N=N, d=d, cpu_s=cpu, wall_s=wall, n_iter=m.n_iter_, n_eval=calls[0],
+    rank=r or 0, loglik=m.log_likelihood_,
     flops_eval=flops_eval, chol_gflops=chol_flops / 1e9,
     floor_s=calls[0] * flops_eval / chol_flops,
     peak_mib=max(peak - rss0, 0) / 2**20,
@@ -151,8 +166,8 @@ def main() -> None:
     src = Path(args.src or Path(__file__).resolve().parents[1] / "src")
     rows = []
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
-    hdr = "sweep      T     N    d  iters evals  CPU s  wall s  floor s  floor x  "
-    print(hdr + "peak MiB  chol GF/s  MCC")
+    hdr = "sweep      T     N    d   r  iters evals  CPU s  wall s  floor s  floor x"
+    print(hdr + "  of floor  peak MiB  chol GF/s  MCC     loglik")
     with tempfile.TemporaryDirectory() as tmp:
         for axis, cfgs in grid.items():
             if args.only and axis not in args.only:
@@ -162,10 +177,13 @@ def main() -> None:
                 r["sweep"] = axis
                 rows.append(r)
                 print(
-                    f"{axis:>5} {T:>6} {N:>5} {d:>4} {r['n_iter']:>6} {r['n_eval']:>5}"
+                    f"{axis:>5} {T:>6} {N:>5} {d:>4} {r.get('rank', 0):>3}"
+                    f" {r['n_iter']:>6} {r['n_eval']:>5}"
                     f" {r['cpu_s']:>6.1f} {r['wall_s']:>7.1f} {r['floor_s']:>8.2f}"
-                    f" {r['cpu_s'] / r['floor_s']:>8.1f} {r['peak_mib']:>9.1f}"
-                    f" {r['chol_gflops']:>10.2f} {r['mcc']:.4f}",
+                    f" {r['cpu_s'] / r['floor_s']:>8.1f}"
+                    f" {r['floor_s'] / r['cpu_s']:>9.0%} {r['peak_mib']:>9.1f}"
+                    f" {r['chol_gflops']:>10.2f} {r['mcc']:.4f}"
+                    f" {r.get('loglik', float('nan')):.11f}",
                     flush=True,
                 )
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
