@@ -68,40 +68,47 @@ def _inverse(out: np.ndarray, s2G: np.ndarray, v: np.ndarray, lower) -> float:
 def solve_indicators_np(n, P, G, lo, s2, v0, C, work, max_iter=50, rtol=1e-14):
     """numpy version of ``solve_indicators`` (arrays in, arrays out).
 
+    In the factor form (``C`` given, P_t = C_t C_t^T) ``P`` may be None.
     ``work`` holds reusable buffers between calls: the K, K P K (and K C) returned
     are views into it, valid until the next call. Returns ``v, logdet H, K, K P K,
     K C`` and tr(K P) per task; with ``C`` K P K is None (sum (K C)(K C)^T over
     tasks instead), without ``C`` K C is None.
     """
-    B, d = P.shape[0], P.shape[1]
+    B, d = len(n), G.shape[0]
     s2G = s2 * G
     lower = _strict_lower(d, work)
     if v0 is None:
-        v = np.einsum("tii->ti", P) / n[:, None] - s2 * np.diagonal(G)
-        v = np.clip(v, lo, 1.0)
+        Pd = np.einsum("tii->ti", P) if C is None else np.einsum("tij,tij->ti", C, C)
+        v = np.clip(Pd / n[:, None] - s2 * np.diagonal(G), lo, 1.0)
     else:
         v = np.array(v0, dtype=float)
     K = _buffer(work, "K", (B, d, d))
     KPK = _buffer(work, "KPK", (B, d, d))
     Hs = _buffer(work, "Hs", (B, d, d))  # Newton matrices, then their factors
     KC = None if C is None else _buffer(work, "KC", (B, d, C.shape[2]))
+    kc = None if C is None else _buffer(work, "kc", (1, d, C.shape[2]))[0]
     w = _buffer(work, "w", (2, d, d))
     logdet, tkp = np.empty(B), np.empty(B)
     kd, kpkd = np.empty((B, d)), np.empty((B, d))  # diagonals of K, K P K
 
-    # in the factor form K P K = (K C)(K C)^T is formed only for a Newton matrix:
-    # its diagonal (the gradient) is the row norms of K C, and the caller sums it
-    # over tasks as one product of the stacked K C
+    # in the factor form P = C C^T is never formed: tr(K P) = <K C, C>, K P K =
+    # (K C)(K C)^T only for a Newton matrix (its diagonal, for the gradient, is the
+    # row norms of K C; the caller sums it over tasks as one product of K C)
     kpk_ok = np.zeros(B, dtype=bool)
 
-    def products(i):
+    def trace_kp(Kt, i, kc_out):
+        if C is None:
+            return float(np.vdot(Kt, P[i]))
+        np.matmul(Kt, C[i], out=kc_out)
+        return float(np.vdot(kc_out, C[i]))
+
+    def products(i):  # K[i] (and, in the factor form, KC[i]) are set
         kd[i] = K[i].diagonal()
         if C is None:
             np.matmul(K[i], P[i], out=w[0])
             np.matmul(w[0], K[i], out=KPK[i])
             kpkd[i] = KPK[i].diagonal()
         else:
-            np.matmul(K[i], C[i], out=KC[i])
             np.einsum("ij,ij->i", KC[i], KC[i], out=kpkd[i])
             kpk_ok[i] = False
 
@@ -113,7 +120,7 @@ def solve_indicators_np(n, P, G, lo, s2, v0, C, work, max_iter=50, rtol=1e-14):
 
     for i in range(B):
         logdet[i] = _inverse(K[i], s2G, v[i], lower)
-        tkp[i] = np.vdot(K[i], P[i])
+        tkp[i] = trace_kp(K[i], i, None if C is None else KC[i])
         products(i)
     f = n * logdet + tkp
     # a task's factor in Hs is usable for the decrement estimate (see module doc)
@@ -172,11 +179,13 @@ def solve_indicators_np(n, P, G, lo, s2, v0, C, work, max_iter=50, rtol=1e-14):
             for _ in range(20):
                 v_new = np.clip(v[i] - t * step[j], lo, 1.0)
                 ld = _inverse(w[1], s2G, v_new, lower)
-                tk = float(np.vdot(w[1], P[i]))
+                tk = trace_kp(w[1], i, kc)
                 f_new = n[i] * ld + tk
                 if f_new <= f[i]:
                     v[i], logdet[i], tkp[i], f[i] = v_new, ld, tk, f_new
                     np.copyto(K[i], w[1])
+                    if C is not None:
+                        np.copyto(KC[i], kc)
                     products(i)
                     break
                 t *= 0.5

@@ -114,7 +114,7 @@ def solve_indicators(
     (:func:`solve_indicators_np`); ``work`` then keeps its buffers between calls and
     the K, K P K, K C returned are views into them, valid until the next call.
     """
-    if _on_cpu(P):
+    if _on_cpu(G):
         out = solve_indicators_np(
             *(None if a is None else a.numpy() for a in (n, P, G)),
             lo,
@@ -287,7 +287,8 @@ class ProfiledObjective:
             P = 0.5 * (P + P.transpose(1, 2))
         else:  # C_t = A^+ U_t as one product, P_t = C_t C_t^T
             C = _mm(Ap, self.U).view(d, T, r).permute(1, 0, 2).contiguous()
-            P = _mm(C, C.transpose(1, 2))
+            # the CPU solve works on C alone (tr(K P) = <K C, C>): no (T, d, d) P
+            P = None if _on_cpu(G) else _mm(C, C.transpose(1, 2))
         # the indicator solve and its gradient terms in blocks of tasks: the d x d
         # temporaries of the Newton steps stay O(block d^2), not O(T d^2)
         block = max(1, _BLOCK_ELEMENTS // (d * d))
@@ -300,8 +301,9 @@ class ProfiledObjective:
             b = slice(a, min(a + block, T))
             v0 = None if self.v is None else self.v[b]
             Cb = None if C is None else C[b]
+            Pb = None if P is None else P[b]
             v[b], logdetH[b], K, KPK, KC, tkp = solve_indicators(
-                n[b], P[b], G, self.lo, s2, v0, C=Cb, work=self._work
+                n[b], Pb, G, self.lo, s2, v0, C=Cb, work=self._work
             )
             quad = quad + tkp.sum()
             # contractions over the block: no (block, d, d) temporaries
