@@ -85,3 +85,46 @@ def test_tiny_run_reports_dci_and_support_beside_the_anchors(tmp_path):
         for tag in ("mcc", "mse", "support_f")
     } <= plots
     assert "held-out MSE" in text
+
+
+def test_report_counts_paired_wins_empty_rows_and_exact_supports():
+    from identrep.experiments.studies.moran2022_synthetic import _intro
+
+    rows = []
+    # rho 0: the Sparse VAE wins on seeds 0 and 1, loses on seed 2; one run has
+    # an empty row, one the exact support
+    for seed, (s, v, empty, exact) in enumerate(
+        [(0.99, 0.5, 0, 1), (0.98, 0.9, 2, 0), (0.3, 0.6, 0, 0)]
+    ):
+        rows.append(
+            dict(
+                model="Sparse VAE",
+                rho_pct=0,
+                seed=seed,
+                dci_d=s,
+                empty_rows=empty,
+                exact_support=exact,
+                max_epochs=None,
+            )
+        )
+        rows.append(dict(model="VAE", rho_pct=0, seed=seed, dci_d=v, max_epochs=None))
+    # rho 0.8: one seed, a VAE run without its Sparse VAE partner is not paired
+    rows.append(
+        dict(
+            model="Sparse VAE",
+            rho_pct=80,
+            seed=0,
+            dci_d=0.2,
+            empty_rows=0,
+            exact_support=1,
+            max_epochs=None,
+        )
+    )
+    rows.append(dict(model="VAE", rho_pct=80, seed=0, dci_d=0.1, max_epochs=None))
+    rows.append(dict(model="VAE", rho_pct=80, seed=1, dci_d=0.9, max_epochs=None))
+    text = _intro(pd.DataFrame(rows))
+    assert "| 0 | 3 | 2/3 | 30.00 | 1/3 | 1/3 |" in text
+    assert "| 80 | 1 | 1/1 | 20.00 | 0/1 | 1/1 |" in text
+    # no table without both models
+    only = pd.DataFrame([r for r in rows if r["model"] == "VAE"])
+    assert "Sparse VAE > VAE" not in _intro(only)
