@@ -9,7 +9,9 @@ reconstruction NLL (one sampled z) on those rows, on the remaining 20%
 (validation, same distribution as training) and on the table's test rows; for
 Table 4 also the cell-type accuracy (logistic regression fitted on the 80%).
 ``--model`` fits another estimator of the table instead (``--beta`` for the
-beta-VAE), for reference.
+beta-VAE), for reference. ``--kl-weight`` multiplies the Sparse VAE's KL term
+during training (a probe of the authors' loss scaling, KL weight 1/K; not an
+option of the class, whose objective is the unweighted ELBO).
 
 Usage (data home with ml_abstracts / zeisel2015)::
 
@@ -53,7 +55,13 @@ def main():
     ap.add_argument("--weights", default="1,10,50")
     ap.add_argument("--model", default="SparseVAE")
     ap.add_argument("--beta", type=float, default=None)
+    ap.add_argument("--kl-weight", type=float, default=None)
     args = ap.parse_args()
+    if args.kl_weight is not None:
+        from identrep.models.vae import _ssl
+
+        kl = _ssl.kl_diag_gaussians
+        _ssl.kl_diag_gaussians = lambda *a, **k: args.kl_weight * kl(*a, **k)
     t, cfg = _config(args.table, args.model, args.epochs)
     split, _ = t.make_data(cfg)
     n = split.X_train.shape[0]
@@ -83,7 +91,8 @@ def main():
         est.fit(mo.as_input(est, X_fit))
         cpu = time.process_time() - t0
         line = (
-            f"weight={w} beta={getattr(est, 'beta', None)} cpu={cpu:.1f}s "
+            f"weight={w} beta={getattr(est, 'beta', None)} "
+            f"kl_weight={args.kl_weight} cpu={cpu:.1f}s "
             f"NLL fit={mo.heldout_nll(est, X_fit):.2f} "
             f"val={mo.heldout_nll(est, X_val):.2f} "
             f"test={mo.heldout_nll(est, split.X_test):.2f}"
