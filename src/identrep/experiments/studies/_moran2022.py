@@ -17,7 +17,10 @@ from identrep.utils.seeding import derive_seed
 
 __all__ = [
     "PAPER_MODELS",
+    "PRIOR_WEIGHT",
+    "SETTINGS_NOTE",
     "TABLE4_MODELS",
+    "VARIANTS",
     "TEXT_MODELS",
     "MoranConfig",
     "Split",
@@ -48,6 +51,31 @@ TABLE4_MODELS = ("SparseVAE", "VAE", "NMF", "VSC", "OIVAE")
 #: beta of the beta-VAE rows (the paper sweeps 2, 4, 6, 8, 16 and does not say
 #: which it reports; identrep fixes the smallest).
 BETA = 2.0
+#: The Sparse VAE's ``prior_weight`` in every real-data table: 1, the exact MAP
+#: objective of the paper's model (the SSL prior on W counted once against the
+#: N training rows). The class default (50) was tuned for support recovery on
+#: the 1,000-point synthetic process; on Table 2 and Table 4 a validation split
+#: carved from the training rows prefers 1 (docs/notes.md, "Sparse VAE
+#: real-data tables, prior weight and budgets").
+PRIOR_WEIGHT = 1.0
+#: Labelled variant rows (not rows of the paper): name -> (class name, the
+#: parameters it overrides, as a function of the configuration).
+#: ``VAE_KL1overK``: the VAE whose KL weighs 1/K, which is what the authors'
+#: code optimises for every VAE-family row (it averages the KL over the K
+#: latents and sums, or for Gaussian data rescales, the likelihood over the
+#: features), so it shows what the paper's VAE-family NLLs are comparable with.
+VARIANTS = {
+    "VAE_KL1overK": ("BetaVAE", lambda config: {"beta": 1.0 / config.n_latents}),
+}
+#: Footnote sentence of every real-data table on the Sparse VAE's prior weight
+#: and the variant rows.
+SETTINGS_NOTE = (
+    "Sparse VAE: prior_weight = 1 (the exact MAP objective; the authors' code "
+    "weighs the SSL penalty N / batch size times that and the KL 1/K times). "
+    "VAE_KL1overK (not a row of the paper): a beta-VAE with beta = 1/K, the KL "
+    "weight the authors' code gives every VAE-family row; it shows what the "
+    "paper's numbers are comparable with."
+)
 #: Fraction of the rows held out in every split (the paper: five splits).
 TEST_FRACTION = 0.2
 
@@ -68,6 +96,9 @@ class MoranConfig(StudyConfig):
         Width of every hidden layer of the encoder and decoder networks.
     n_layers : int
         Hidden layers (2: the authors' networks, Linear-ReLU-Linear-ReLU).
+    prior_weight : float
+        The Sparse VAE's ``prior_weight`` (:data:`PRIOR_WEIGHT`); the other
+        models ignore it.
     max_epochs, batch_size : int
     lr : float
         Adam learning rate.
@@ -88,6 +119,7 @@ class MoranConfig(StudyConfig):
     n_latents: int = 20
     hidden: int = 100
     n_layers: int = 2
+    prior_weight: float = PRIOR_WEIGHT
     max_epochs: int = 100
     batch_size: int = 128
     lr: float = 1e-3
@@ -109,6 +141,8 @@ class MoranConfig(StudyConfig):
             )
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0; got {self.lr!r}.")
+        if not self.prior_weight > 0:
+            raise ValueError(f"prior_weight must be > 0; got {self.prior_weight!r}.")
 
     def data_key(self) -> tuple:
         """Fields that define the data and its split (not the model)."""
@@ -159,16 +193,17 @@ def subsample(n: int, n_rows: int, seed: int) -> np.ndarray:
 
 
 def make_estimator(config: MoranConfig, model_seed: int, likelihood: str):
-    """The estimator of ``config.model`` (an :mod:`identrep.models` class name)
-    with the study's budget; arguments a class does not take are not passed,
-    except the likelihood, which must be supported."""
+    """The estimator of ``config.model`` (an :mod:`identrep.models` class name,
+    or a :data:`VARIANTS` row) with the study's budget; arguments a class does
+    not take are not passed, except the likelihood, which must be supported."""
     import identrep.models as models
 
-    cls = getattr(models, config.model, None)
+    name, overrides = VARIANTS.get(config.model, (config.model, None))
+    cls = getattr(models, name, None)
     if cls is None:
         raise ValueError(
-            f"{config.model} is not an estimator of this identrep version "
-            f"(identrep.models has no {config.model}); choose --models among the "
+            f"{name} is not an estimator of this identrep version "
+            f"(identrep.models has no {name}); choose --models among the "
             "available ones."
         )
     wanted = {
@@ -180,12 +215,13 @@ def make_estimator(config: MoranConfig, model_seed: int, likelihood: str):
         "batch_size": config.batch_size,
         "lr": config.lr,
         "beta": BETA,
+        "prior_weight": config.prior_weight,
         "val_fraction": 0.0,
         "patience": None,
         "random_state": model_seed,
     }
     params = cls().get_params()
-    native = _NATIVE_LIKELIHOOD.get(config.model, "gaussian")
+    native = _NATIVE_LIKELIHOOD.get(name, "gaussian")
     if "likelihood" not in params and likelihood != native:
         raise ValueError(
             f"{config.model} has no likelihood parameter, and this table needs a "
@@ -193,6 +229,8 @@ def make_estimator(config: MoranConfig, model_seed: int, likelihood: str):
         )
     if "likelihood" in params:
         wanted["likelihood"] = _likelihood_name(cls, likelihood)
+    if overrides is not None:
+        wanted.update(overrides(config))
     return cls(**{k: v for k, v in wanted.items() if k in params})
 
 
@@ -379,6 +417,7 @@ def table_settings(
     requested latents, ``quick_settings`` over it when ``quick``, then the epoch
     budget; returns ``(settings, splits)``."""
     settings = dict(full, n_latents=n_latents_or(n_latents, default_latents))
+    settings.setdefault("prior_weight", PRIOR_WEIGHT)
     splits = seed_range(seeds, quick)
     if quick:
         settings.update(quick_settings)

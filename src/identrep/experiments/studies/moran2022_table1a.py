@@ -124,7 +124,7 @@ STUDY = register_study(
         ),
         make_grid=grid,
         make_data=make_data,
-        fits={m: fit for m in mo.PAPER_MODELS},
+        fits={m: fit for m in (*mo.PAPER_MODELS, *mo.VARIANTS)},
         published="moran2022_table1a_movielens.csv",
         options=(
             mo.LATENTS_OPTION,
@@ -175,7 +175,7 @@ STUDY = register_study(
                 "The paper's numbers are on MovieLens 25M (100,000 users); a "
                 "smaller variant (the default 100K: 703 users) is not the same "
                 "experiment. Networks: 2 hidden layers as the authors' code (the "
-                "paper's Table 6 says 3). beta-VAE: beta = 2."
+                "paper's Table 6 says 3). beta-VAE: beta = 2. " + mo.SETTINGS_NOTE
             ),
             plots=(),
         ),

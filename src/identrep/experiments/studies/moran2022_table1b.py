@@ -102,7 +102,8 @@ NLL_FOOTNOTE = (
     "authors' code (the paper's Table 6 says 3). beta-VAE: beta = 2 (the paper "
     "sweeps 2-16 without saying which it reports). Words: alphabetic tokens, "
     "English stop words and document-frequency filters as the authors, but no "
-    "lemmatisation; the corpus is 4,829 ICLR and NeurIPS abstracts, not PeerRead."
+    "lemmatisation; the corpus is 4,829 ICLR and NeurIPS abstracts, not PeerRead. "
+    + mo.SETTINGS_NOTE
 )
 
 STUDY = register_study(
@@ -114,7 +115,7 @@ STUDY = register_study(
         ),
         make_grid=grid,
         make_data=make_data,
-        fits={m: fit_counts for m in mo.TEXT_MODELS},
+        fits={m: fit_counts for m in (*mo.TEXT_MODELS, *mo.VARIANTS)},
         published="moran2022_table1b_peerread.csv",
         options=(mo.LATENTS_OPTION, mo.EPOCHS_OPTION),
         progress=(("nll", "NLL"),),

@@ -104,7 +104,7 @@ STUDY = register_study(
         ),
         make_grid=grid,
         make_data=make_data,
-        fits={m: fit for m in mo.TABLE4_MODELS},
+        fits={m: fit for m in (*mo.TABLE4_MODELS, *mo.VARIANTS)},
         published="moran2022_table4_zeisel.csv",
         options=(mo.LATENTS_OPTION, mo.EPOCHS_OPTION),
         progress=(("accuracy", "accuracy"),),
@@ -140,7 +140,7 @@ STUDY = register_study(
                 "normalised, top 558 genes by std (the authors started from "
                 "Zeisel's 5,000 most variable genes, so the genes can differ). "
                 "Networks: 2 hidden layers as the authors' code (the paper's "
-                "Table 6 says 3)."
+                "Table 6 says 3). " + mo.SETTINGS_NOTE
             ),
             plots=(),
         ),

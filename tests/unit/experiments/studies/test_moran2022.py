@@ -26,9 +26,10 @@ def test_grids_follow_the_papers_tables_and_quick_budgets(tmp_path, monkeypatch)
     monkeypatch.setattr(t1b_mod, "load_abstracts", _fake_corpus)
     monkeypatch.setattr(t2_mod, "load_abstracts", _fake_corpus)
     t4 = get_study("moran2022_table4")
-    assert t4.models == ("SparseVAE", "VAE", "NMF", "VSC", "OIVAE")
+    assert t4.models == ("SparseVAE", "VAE", "NMF", "VSC", "OIVAE", "VAE_KL1overK")
     full = t4.grid()
-    assert len(full) == 25 and {c.seed for c in full} == set(range(5))
+    assert len(full) == 30 and {c.seed for c in full} == set(range(5))
+    assert {c.prior_weight for c in full} == {1.0}
     c = full[0]
     assert (c.n_latents, c.hidden, c.n_layers, c.max_epochs, c.batch_size) == (
         15,
@@ -38,16 +39,16 @@ def test_grids_follow_the_papers_tables_and_quick_budgets(tmp_path, monkeypatch)
         512,
     )
     quick = t4.grid(quick=True)
-    assert len(quick) == 5 and all(
+    assert len(quick) == 6 and all(
         q.max_epochs == 3 and q.n_rows == 1500 for q in quick
     )
     assert {q.n_latents for q in t4.grid(n_latents=7, models=["VAE"])} == {7}
     t1b = get_study("moran2022_table1b")
-    assert t1b.models == (*MODELS, "LDA") and len(t1b.grid()) == 35
+    assert t1b.models == (*MODELS, "LDA", "VAE_KL1overK") and len(t1b.grid()) == 40
     t2 = get_study("moran2022_table2")
     g2 = t2.grid()
-    assert len(g2) == 105 and {c.sigma_pct for c in g2} == {50, 100, 300}
-    assert len(t2.grid(quick=True)) == 21 and all(c.lr == 1e-2 for c in g2)
+    assert len(g2) == 120 and {c.sigma_pct for c in g2} == {50, 100, 300}
+    assert len(t2.grid(quick=True)) == 24 and all(c.lr == 1e-2 for c in g2)
     # MovieLens present (a generated file in the 100K format): 1a's grid
     folder = tmp_path / "movielens" / "ml-100k"
     folder.mkdir(parents=True)
@@ -90,6 +91,8 @@ def test_grid_and_config_errors():
         mo.MoranConfig(table="moran2022_table4", model="VAE", hidden=0)
     with pytest.raises(ValueError, match="lr must be > 0"):
         mo.MoranConfig(table="moran2022_table4", model="VAE", lr=0.0)
+    with pytest.raises(ValueError, match="prior_weight must be > 0"):
+        mo.MoranConfig(table="moran2022_table4", model="VAE", prior_weight=0.0)
 
 
 def test_movielens_study_without_data_says_how_to_install(tmp_path, monkeypatch):
@@ -171,16 +174,21 @@ def test_table4_tiny_run_reports_beside_the_paper(tmp_path, monkeypatch):
     monkeypatch.setattr(t4, "_zeisel", lambda: fake)
     configs = [
         _tiny(m, "moran2022_table4", seed=s)
-        for m in ("SparseVAE", "VAE")
+        for m in ("SparseVAE", "VAE", "VAE_KL1overK")
         for s in (0, 1)
     ]
     recs = run_sweep(configs, tmp_path, progress=False)
     for r in recs:
         assert r["metrics"]["n_train"] == 120 and r["metrics"]["n_test"] == 30
+        if r["config"]["model"] == "VAE_KL1overK":
+            # the labelled variant (beta = 1/K = 1/3 here) after 16 steps is
+            # noisier (observed 0.83 and 0.57); only that it runs and reports
+            assert 0 <= r["metrics"]["accuracy"] <= 1
+            continue
         # 3 well-separated types: far above chance (1/3) even after 2 epochs
         assert r["metrics"]["accuracy"] > 0.6
     df, text = write_report(tmp_path)
-    assert len(df) == 4
+    assert len(df) == 6 and "| VAE_KL1overK | 3 |" in text
     line = next(x for x in text.splitlines() if x.startswith("| SparseVAE | 3 |"))
     assert "-" in line  # K = 3: no published row for this configuration
     assert "Smaller budgets than the paper's" in text and "2 split(s)" in text
@@ -329,6 +337,27 @@ def test_estimators_by_class_name_with_the_studys_budget():
     object.__setattr__(monkey, "model", "PCA")
     with pytest.raises(ValueError, match="identrep.models has no PCA"):
         mo.make_estimator(monkey, 7, "gaussian")
+
+
+def test_sparse_vae_prior_weight_and_the_kl_variant_row():
+    # the tables' prior weight reaches the Sparse VAE (its class default is 50)
+    svae = mo.make_estimator(_tiny("SparseVAE", "moran2022_table1b"), 7, "categorical")
+    assert svae.prior_weight == mo.PRIOR_WEIGHT == 1.0
+    heavy = dataclasses.replace(
+        _tiny("SparseVAE", "moran2022_table1b"), prior_weight=30.0
+    )
+    assert mo.make_estimator(heavy, 7, "categorical").prior_weight == 30.0
+    # the labelled variant: a beta-VAE whose KL weighs 1/K (the authors' scaling)
+    cfg = _tiny("VAE_KL1overK", "moran2022_table1b", n_latents=20)
+    var = mo.make_estimator(cfg, 7, "categorical")
+    assert type(var).__name__ == "BetaVAE" and var.beta == pytest.approx(0.05)
+    assert (var.n_latents, var.likelihood, var.max_epochs) == (20, "categorical", 2)
+    # the plain beta-VAE row keeps the table's beta
+    assert (
+        mo.make_estimator(_tiny("BetaVAE", "moran2022_table1b"), 7, "categorical").beta
+        == mo.BETA
+    )
+    assert "VAE_KL1overK" in mo.SETTINGS_NOTE
 
 
 def test_dense_input_only_where_sparse_is_not_declared():

@@ -1,0 +1,45 @@
+"""The ordering claims of Moran et al. (2022) Tables 1-4 checked on a results
+folder: per configuration (shift), each model's mean and rank, and in how many
+splits the Sparse VAE beats each other model (paired by split).
+
+Usage::
+
+    python benchmarks/moran2022_ordering.py docs/results/moran2022_table2 nll
+    python benchmarks/moran2022_ordering.py docs/results/moran2022_table4 accuracy
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+LOWER_IS_BETTER = {"nll"}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("folder")
+    ap.add_argument("metric")
+    ap.add_argument("--model", default="SparseVAE")
+    args = ap.parse_args()
+    df = pd.read_csv(Path(args.folder) / "results.csv")
+    lower = args.metric in LOWER_IS_BETTER
+    keys = [k for k in ("sigma_pct",) if k in df and df[k].nunique() > 1]
+    for key, part in df.groupby(keys) if keys else [((), df)]:
+        wide = part.pivot_table(index="seed", columns="model", values=args.metric)
+        means = wide.mean().sort_values(ascending=lower)
+        ranks = ", ".join(f"{m} {v:.2f}" for m, v in means.items())
+        label = key if isinstance(key, tuple) else (key,)
+        print(f"{dict(zip(keys, label, strict=True))}: {ranks}")
+        ref = wide[args.model]
+        wins = []
+        for m in wide.columns.drop(args.model):
+            better = (ref < wide[m]) if lower else (ref > wide[m])
+            wins.append(f"{m} {int(better.sum())}/{int(wide[m].notna().sum())}")
+        print(f"  {args.model} better than: " + ", ".join(wins))
+
+
+if __name__ == "__main__":
+    main()
