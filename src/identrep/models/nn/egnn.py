@@ -244,8 +244,9 @@ class EGNNExtractor(nn.Module):
     whatever they hold.
 
     Every layer runs once per group of ``bucket_size`` molecules on the flat list
-    of the ordered pairs of real atoms of each molecule (:meth:`EGNNLayer.forward_edges`;
-    the maths of :meth:`EGNNLayer.forward` without its padded and self pairs). On
+    of the ordered pairs of real atoms of each molecule
+    (:meth:`EGNNLayer.forward_edges`: the maths of :meth:`EGNNLayer.forward`
+    without its padded and self pairs). On
     QM9 (mean 18 atoms, max 29) this was 1.4-1.9x faster per molecule than padded
     size buckets and 4-9x faster than a loop over molecules (docs/notes.md, "QM9:
     EGNN speed"; ``benchmarks/bench_egnn.py``).
@@ -446,7 +447,6 @@ class EGNNExtractor(nn.Module):
             part = slice(start, start + self.bucket_size)
             mk = mask[part]
             cols = torch.nonzero(mk.any(0)).squeeze(1)  # drop all-padding slots
-            outs.append(
-                self._embed_graphs(feats[part][:, cols], pos[part][:, cols], mk[:, cols])
-            )
+            f, p = feats[part][:, cols], pos[part][:, cols]
+            outs.append(self._embed_graphs(f, p, mk[:, cols]))
         return torch.cat(outs)
