@@ -354,6 +354,13 @@ STUDY = register_study(
                 help="MTRN epochs (paper: 300)",
             ),
             Option(
+                "--patience",
+                "patience",
+                type=int,
+                help="MTRN early-stopping patience in epochs (default none: "
+                "train --max-epochs, keeping the best validation epoch)",
+            ),
+            Option(
                 "--qm9-source",
                 "source",
                 default="qm9pack",
