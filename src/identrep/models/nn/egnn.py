@@ -246,9 +246,10 @@ class EGNNExtractor(nn.Module):
     Every layer runs once per group of ``bucket_size`` molecules on the flat list
     of the ordered pairs of real atoms of each molecule
     (:meth:`EGNNLayer.forward_edges`: the maths of :meth:`EGNNLayer.forward`
-    without its padded and self pairs). On
-    QM9 (mean 18 atoms, max 29) this was 1.4-1.9x faster per molecule than padded
-    size buckets and 4-9x faster than a loop over molecules (docs/notes.md, "QM9:
+    without its padded and self pairs). On QM9 (mean 18 atoms, max 29) the former
+    padded size buckets computed 1.56x the real atom pairs; forward + backward per
+    molecule the edge list was 1.1-1.4x faster than those buckets and about 4.7x
+    faster than a loop over molecules (docs/notes.md, "QM9:
     EGNN speed"; ``benchmarks/bench_egnn.py``).
 
     Parameters
