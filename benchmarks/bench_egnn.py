@@ -106,7 +106,7 @@ def check(net: EGNNExtractor, X: torch.Tensor) -> dict:
         y = METHODS[name](net, X)
         g = torch.autograd.grad(y.square().sum(), params)
         out[name] = {
-            "output": float((y - ref).abs().max()),
+            "output": float((y - ref).abs().max().detach()),
             "grad": max(
                 float((a - b).abs().max()) for a, b in zip(g, g_ref, strict=True)
             ),
@@ -129,6 +129,43 @@ def cpu_ms_per_molecule(fn, net, X, batch: int, backward: bool, repeats: int):
     return float(np.median(times)), times
 
 
+def mtrn_epochs(X, Y, args, variant: str) -> dict:
+    """CPU seconds of one MTRN epoch (fit with 2 epochs minus fit with 1) with the
+    extractor's forward replaced by ``variant``, and the fitted validation losses
+    (the same seed must give the same numbers whichever forward runs)."""
+    import functools
+
+    from identrep.models.multitask.mtrn import MTRN
+
+    make = functools.partial(
+        EGNNExtractor.for_flat_input,
+        hidden=args.hidden,
+        n_layers=args.n_layers,
+        n_rbf=args.n_rbf,
+    )
+    saved = EGNNExtractor.forward
+    if variant == "buckets":
+        EGNNExtractor.forward = buckets
+    try:
+        cpu, val = {}, None
+        for epochs in (1, 2):
+            model = MTRN(
+                n_latents=8,
+                extractor=make,
+                max_epochs=epochs,
+                batch_size=args.batch,
+                patience=None,
+                random_state=0,
+            )
+            c = time.process_time()
+            model.fit(X, Y)
+            cpu[epochs] = time.process_time() - c
+            val = [float(v) for v in model.history_["val_loss"]]
+    finally:
+        EGNNExtractor.forward = saved
+    return {"cpu_per_epoch": cpu[2] - cpu[1], "val_loss": val}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n-molecules", type=int, default=1024)
@@ -142,6 +179,12 @@ def main(argv=None) -> int:
         type=int,
         default=256,
         help="molecules timed for the slow per-molecule loop",
+    )
+    p.add_argument(
+        "--epoch-molecules",
+        type=int,
+        default=2000,
+        help="molecules of the whole-epoch MTRN comparison (0: skip it)",
     )
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     p.add_argument("--name", default="egnn_cpu")
@@ -175,6 +218,13 @@ def main(argv=None) -> int:
             cpu_ms_per_molecule(fn, net, Xm[: a.batch], a.batch, backward, 1)  # warm
             med, all_ = cpu_ms_per_molecule(fn, net, Xm, a.batch, backward, a.repeats)
             rows[(name, backward)] = {"ms": med, "all": all_, "n": len(Xm)}
+    epochs = {}
+    if a.epoch_molecules:
+        ep = load_qm9(n_molecules=a.epoch_molecules, random_state=0)
+        Ye = np.asarray(ep.Y, dtype=float)
+        Ye = (Ye - Ye.mean(0)) / Ye.std(0)
+        mtrn_epochs(ep.X[:256], Ye[:256], a, "edges")  # warm: first-fit imports
+        epochs = {v: mtrn_epochs(ep.X, Ye, a, v) for v in ("buckets", "edges")}
     load = os.getloadavg()
     lines = [
         f"# EGNN extractor: CPU ms per molecule ({platform.node()}, "
@@ -207,6 +257,18 @@ def main(argv=None) -> int:
             for k, v in diffs.items()
         ),
     ]
+    if epochs:
+        b, e = epochs["buckets"], epochs["edges"]
+        lines += [
+            "",
+            f"One MTRN epoch (fit of 2 epochs minus fit of 1; {a.epoch_molecules} "
+            f"molecules, 12 standardised targets, batch {a.batch}, joint heads with "
+            f"the per-epoch head refit, validation 10%): buckets "
+            f"{b['cpu_per_epoch']:.2f} CPU-s, edges {e['cpu_per_epoch']:.2f} CPU-s "
+            f"({b['cpu_per_epoch'] / e['cpu_per_epoch']:.2f}x). Validation losses "
+            f"of the 2-epoch fits, same seed: buckets {b['val_loss']}, edges "
+            f"{e['val_loss']}.",
+        ]
     text = "\n".join(lines)
     print(text)
     a.out.mkdir(parents=True, exist_ok=True)
@@ -218,6 +280,7 @@ def main(argv=None) -> int:
         "ms_per_molecule": {
             f"{n}/{'fwd+bwd' if b else 'fwd'}": v for (n, b), v in rows.items()
         },
+        "mtrn_epoch": epochs,
         "torch": torch.__version__,
     }
     (a.out / f"{a.name}.json").write_text(json.dumps(record, indent=1) + "\n")
