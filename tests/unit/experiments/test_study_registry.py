@@ -117,6 +117,7 @@ def test_studies_declare_their_options_and_qm9_grid_errors():
         "--latent-dims",
         "--n-molecules",
         "--max-epochs",
+        "--patience",
         "--qm9-source",
     ]
     grid = qm9.grid(latent_dims=(2, 3), seeds=2, n_molecules=50, hidden=8)
@@ -132,6 +133,9 @@ def test_studies_declare_their_options_and_qm9_grid_errors():
         qm9.grid(max_epochs=0)
     with pytest.raises(ValueError, match="n_molecules must be"):
         qm9.grid(n_molecules=0)
+    assert {c.patience for c in qm9.grid(seeds=1, patience=5)} == {5}
+    with pytest.raises(ValueError, match="patience must be a positive integer or None"):
+        qm9.grid(patience=0)
     latent = qm9.options[0]
     assert latent.value("5, 6,7") == [5, 6, 7]
     with pytest.raises(ValueError, match="--latent-dims must be comma-separated"):

@@ -108,6 +108,10 @@ class QM9Config(StudyConfig):
                 raise ValueError(
                     f"{name} must be a positive integer; got {getattr(self, name)!r}."
                 )
+        if self.patience is not None and not _positive_int(self.patience):
+            raise ValueError(
+                f"patience must be a positive integer or None; got {self.patience!r}."
+            )
         if self.n_molecules is not None and not _positive_int(self.n_molecules):
             raise ValueError(
                 "n_molecules must be a positive integer or None; got "
@@ -352,6 +356,13 @@ STUDY = register_study(
                 default=20,
                 type=int,
                 help="MTRN epochs (paper: 300)",
+            ),
+            Option(
+                "--patience",
+                "patience",
+                type=int,
+                help="MTRN early-stopping patience in epochs (default none: "
+                "train --max-epochs, keeping the best validation epoch)",
             ),
             Option(
                 "--qm9-source",
