@@ -44,18 +44,27 @@ __all__ = ["ProfiledObjective", "solve_indicators"]
 _BLOCK_ELEMENTS = 2**20
 
 
-# On the CPU the indicator solve runs task by task in numpy and scipy's LAPACK
-# (:mod:`_indicators_cpu`): torch's CPU LAPACK here is MKL, whose batched Cholesky
-# and inverse run at about half the rate of scipy's OpenBLAS on this project's AMD
-# machines, and batched elementwise passes over (T, d, d) temporaries cost as much
-# as the factorisations (docs/notes.md, branches wt-scale2, wt-scale3). Below
-# _LOOP_MIN_D the per-matrix calls cost more than the arithmetic (torch's batched
-# kernels were faster at d = 10); other devices always use torch's batched kernels.
+# On the CPU the d x d factorisations run through scipy's LAPACK one matrix at a
+# time: torch's CPU LAPACK here is MKL, whose batched Cholesky and inverse run at
+# about half the rate of scipy's OpenBLAS on this project's AMD machines (docs/
+# notes.md, branch wt-scale2). Below _LOOP_MIN_D the per-matrix calls cost more than
+# the arithmetic (torch's batched kernels were faster at d = 10); other devices
+# always use torch's batched kernels. From _TASK_LOOP_MIN_D the whole indicator
+# solve runs task by task in numpy (:mod:`_indicators_cpu`): batched elementwise
+# passes over (block, d, d) temporaries then cost as much as the factorisations,
+# while its per-task calls (about 80 us per task and evaluation) are small next to
+# the arithmetic; at d = 20 they were not (branch wt-scale3: 10,000 x 20, d = 20
+# slower than the batched solve with per-matrix LAPACK).
 _LOOP_MIN_D = 16
+_TASK_LOOP_MIN_D = 64
 
 
 def _on_cpu(x: Tensor) -> bool:
     return x.device.type == "cpu" and x.shape[-1] >= _LOOP_MIN_D
+
+
+def _task_loop(G: Tensor) -> bool:
+    return G.device.type == "cpu" and G.shape[-1] >= max(_TASK_LOOP_MIN_D, _LOOP_MIN_D)
 
 
 def _mm(a: Tensor, b: Tensor) -> Tensor:
@@ -69,18 +78,39 @@ def _chol_inv(v: Tensor, s2G: Tensor):
     """Log-determinant and inverse of H = diag(v) + s2G for a batch of v (T, d)."""
     H = s2G.repeat(len(v), 1, 1)
     H.diagonal(dim1=1, dim2=2).add_(v)
-    L, info = torch.linalg.cholesky_ex(H)
-    if bool((info != 0).any()):
-        raise torch.linalg.LinAlgError("H is not positive definite")
-    logdet = 2.0 * torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
-    return logdet, torch.cholesky_inverse(L)
+    if not _on_cpu(H):
+        L, info = torch.linalg.cholesky_ex(H)
+        if bool((info != 0).any()):
+            raise torch.linalg.LinAlgError("H is not positive definite")
+        logdet = 2.0 * torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
+        return logdet, torch.cholesky_inverse(L)
+    Hn = H.numpy()
+    diag = np.empty(Hn.shape[:2])
+    for i in range(len(Hn)):
+        # the transposed view is Fortran-ordered: LAPACK works in place, on the
+        # upper triangle of the C-ordered matrix
+        c, info = lapack.dpotrf(Hn[i].T, lower=1, clean=0, overwrite_a=1)
+        if info != 0:
+            raise torch.linalg.LinAlgError("H is not positive definite")
+        diag[i] = c.diagonal()
+        lapack.dpotri(c, lower=1, overwrite_c=1)
+    logdet = torch.from_numpy(2.0 * np.log(diag).sum(-1))
+    upper = torch.ones(H.shape[1:], dtype=torch.bool).triu()
+    return logdet, torch.where(upper, H, H.transpose(1, 2))
 
 
 def _newton_solve(Hs: Tensor, g: Tensor):
     """Solutions of Hs x = g for a batch of symmetric systems and a mask of the
     systems that are not positive definite (their x is meaningless)."""
-    Lh, info = torch.linalg.cholesky_ex(Hs)
-    return torch.cholesky_solve(g[:, :, None], Lh)[..., 0], info != 0
+    if not _on_cpu(Hs):
+        Lh, info = torch.linalg.cholesky_ex(Hs)
+        return torch.cholesky_solve(g[:, :, None], Lh)[..., 0], info != 0
+    Hn, x = Hs.numpy(), g.clone()
+    xn, bad = x.numpy(), np.zeros(len(Hn), dtype=bool)
+    for i in range(len(Hn)):
+        _, _, info = lapack.dposv(Hn[i].T, xn[i], lower=1, overwrite_a=1, overwrite_b=1)
+        bad[i] = info != 0
+    return x, torch.from_numpy(bad)
 
 
 def _kpk(K: Tensor, P: Tensor, C: Tensor | None):
@@ -110,11 +140,11 @@ def solve_indicators(
     With ``C`` (T, d, r) such that P = C C^T, K P K is formed as (K C)(K C)^T.
     Returns ``v, logdet H, K = H^{-1}, K P K``, ``K C`` (None without ``C``) and
     tr(K P) per task at the solution (what the objective and its gradient need: not
-    recomputed). On the CPU (d >= ``_LOOP_MIN_D``) the solve runs task by task
+    recomputed). On the CPU (d >= ``_TASK_LOOP_MIN_D``) the solve runs task by task
     (:func:`solve_indicators_np`); ``work`` then keeps its buffers between calls and
     the K, K P K, K C returned are views into them, valid until the next call.
     """
-    if _on_cpu(G):
+    if _task_loop(G):
         out = solve_indicators_np(
             *(None if a is None else a.numpy() for a in (n, P, G)),
             lo,
@@ -288,7 +318,7 @@ class ProfiledObjective:
         else:  # C_t = A^+ U_t as one product, P_t = C_t C_t^T
             C = _mm(Ap, self.U).view(d, T, r).permute(1, 0, 2).contiguous()
             # the CPU solve works on C alone (tr(K P) = <K C, C>): no (T, d, d) P
-            P = None if _on_cpu(G) else _mm(C, C.transpose(1, 2))
+            P = None if _task_loop(G) else _mm(C, C.transpose(1, 2))
         # the indicator solve and its gradient terms in blocks of tasks: the d x d
         # temporaries of the Newton steps stay O(block d^2), not O(T d^2)
         block = max(1, _BLOCK_ELEMENTS // (d * d))

@@ -90,20 +90,20 @@ def test_low_rank_factor_form_equals_dense_form(p, d):
 
 @pytest.mark.parametrize(("n", "d"), [(40, 20), (12, 20)])
 def test_cpu_task_loop_equals_batched_solve(monkeypatch, n, d):
-    """At d >= _LOOP_MIN_D the CPU solves the indicators task by task in numpy
-    (with the decrement estimated from the previous Newton factor); torch's batched
-    kernels (forced by raising _LOOP_MIN_D) must give the same optimum: same value
-    to 1e-12, gradient to 1e-8 relative (the two sum the gradient terms in a
-    different order), cold and warm starts, dense form (n = 40 > d) and factor
-    form (n = 12: rank 10 < d)."""
+    """At d >= _TASK_LOOP_MIN_D (lowered here to 16) the CPU solves the indicators
+    task by task in numpy (with the decrement estimated from the previous Newton
+    factor); the batched solve (torch, per-matrix LAPACK) must give the same
+    optimum: same value to 1e-12, gradient to 1e-8 relative (the two sum the
+    gradient terms in a different order), cold and warm starts, dense form
+    (n = 40 > d) and factor form (n = 12: rank 10 < d)."""
     from identrep.models.multitask import _mtlcm_objective as mo
 
     st, A = _problem(T=9, n=n, p=d, d=d, seed=11)
     loop = ProfiledObjective(*st, SIGMA_S, SIGMA_OBS, d=d)
     assert (loop.U is not None) == (n < d)
     results = []
-    for min_d in (mo._LOOP_MIN_D, 10**6):
-        monkeypatch.setattr(mo, "_LOOP_MIN_D", min_d)
+    for min_d in (16, 10**6):
+        monkeypatch.setattr(mo, "_TASK_LOOP_MIN_D", min_d)
         obj = ProfiledObjective(*st, SIGMA_S, SIGMA_OBS, d=d)
         results.append([obj(A + step) for step in (0.0, 1e-3, 1e-6)])
     for (f1, g1, v1), (f2, g2, v2) in zip(*results, strict=True):
