@@ -248,7 +248,7 @@ class EGNNExtractor(nn.Module):
     (:meth:`EGNNLayer.forward_edges`: the maths of :meth:`EGNNLayer.forward`
     without its padded and self pairs). On QM9 (mean 18 atoms, max 29) the former
     padded size buckets computed 1.56x the real atom pairs; forward + backward per
-    molecule the edge list was 1.1-1.4x faster than those buckets and about 4.7x
+    molecule the edge list was 1.1-1.45x faster than those buckets and 4.7-7.6x
     faster than a loop over molecules (docs/notes.md, "QM9:
     EGNN speed"; ``benchmarks/bench_egnn.py``).
 
