@@ -36,26 +36,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from identrep.models.nn.egnn import EGNNExtractor, radial_basis
+from identrep.models.nn.egnn import EGNNExtractor, per_molecule, radial_basis
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def per_molecule(net: EGNNExtractor, x_flat: torch.Tensor) -> torch.Tensor:
-    """Each molecule alone (real atoms only) through the dense layers."""
-    feats, pos, mask = net.decode(x_flat)
-    outs = []
-    for f, p, m in zip(feats, pos, mask, strict=True):
-        f, p = f[m][None], p[m][None]
-        keep = torch.ones(p.shape[:2], dtype=torch.bool)
-        h, edge_attr = net.embed(f), None
-        if net.n_rbf:
-            d = torch.sqrt((p[:, :, None] - p[:, None]).square().sum(-1) + 1e-12)
-            edge_attr = radial_basis(d, net.n_rbf, net.rbf_cutoff)
-        for layer in net.layers:
-            h, p = layer(h, p, keep, edge_attr)
-        outs.append(net.readout(h).sum(1))
-    return torch.cat(outs)
 
 
 def _padded(net: EGNNExtractor, feats, pos, mask) -> torch.Tensor:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-__all__ = ["EGNNExtractor", "EGNNLayer", "radial_basis"]
+__all__ = ["EGNNExtractor", "EGNNLayer", "per_molecule", "radial_basis"]
 
 
 def radial_basis(dist: Tensor, n_rbf: int, cutoff: float) -> Tensor:
@@ -451,3 +451,24 @@ class EGNNExtractor(nn.Module):
             f, p = feats[part][:, cols], pos[part][:, cols]
             outs.append(self._embed_graphs(f, p, mk[:, cols]))
         return torch.cat(outs)
+
+
+def per_molecule(net: EGNNExtractor, x_flat: Tensor) -> Tensor:
+    """The plain reference: each molecule alone, its real atoms only, through the
+    dense :meth:`EGNNLayer.forward` (which masks the self pairs), then sum pooling.
+
+    A Python loop over molecules, for tests and benchmarks of the batched extractor.
+    """
+    feats, pos, mask = net.decode(x_flat)
+    outs = []
+    for f, p, m in zip(feats, pos, mask, strict=True):
+        f, p = f[m][None], p[m][None]
+        keep = torch.ones(p.shape[:2], dtype=torch.bool)
+        h, edge_attr = net.embed(f), None
+        if net.n_rbf:
+            d = torch.sqrt((p[:, :, None] - p[:, None]).square().sum(-1) + 1e-12)
+            edge_attr = radial_basis(d, net.n_rbf, net.rbf_cutoff)
+        for layer in net.layers:
+            h, p = layer(h, p, keep, edge_attr)
+        outs.append(net.readout(h).sum(1))
+    return torch.cat(outs)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from identrep.datasets import load_qm9
-from identrep.models.nn.egnn import EGNNExtractor, EGNNLayer, radial_basis
+from identrep.models.nn.egnn import EGNNExtractor, EGNNLayer, per_molecule
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "qm9"
 # float64: the two paths differ only in summation order (observed ~1e-14); the
@@ -22,24 +22,6 @@ def batch():
     data = load_qm9(source=DATA, n_molecules=40, random_state=0)
     assert data.n_atoms.min() < data.n_atoms.max()  # sizes differ (padding used)
     return torch.as_tensor(data.X)
-
-
-def per_molecule(net: EGNNExtractor, x_flat: torch.Tensor) -> torch.Tensor:
-    """The reference: each molecule alone, its real atoms only, through the dense
-    :meth:`EGNNLayer.forward` (which masks the self pairs), then sum pooling."""
-    feats, pos, mask = net.decode(x_flat)
-    outs = []
-    for f, p, m in zip(feats, pos, mask, strict=True):
-        f, p = f[m][None], p[m][None]
-        keep = torch.ones(p.shape[:2], dtype=torch.bool)
-        h, edge_attr = net.embed(f), None
-        if net.n_rbf:
-            d = torch.sqrt((p[:, :, None] - p[:, None]).square().sum(-1) + 1e-12)
-            edge_attr = radial_basis(d, net.n_rbf, net.rbf_cutoff)
-        for layer in net.layers:
-            h, p = layer(h, p, keep, edge_attr)
-        outs.append(net.readout(h).sum(1))
-    return torch.cat(outs)
 
 
 @pytest.mark.parametrize("n_rbf", [0, 6])
