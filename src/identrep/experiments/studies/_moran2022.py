@@ -417,7 +417,6 @@ def table_settings(
     requested latents, ``quick_settings`` over it when ``quick``, then the epoch
     budget; returns ``(settings, splits)``."""
     settings = dict(full, n_latents=n_latents_or(n_latents, default_latents))
-    settings.setdefault("prior_weight", PRIOR_WEIGHT)
     splits = seed_range(seeds, quick)
     if quick:
         settings.update(quick_settings)
