@@ -64,7 +64,7 @@ def _on_cpu(x: Tensor) -> bool:
 
 
 def _task_loop(G: Tensor) -> bool:
-    return G.device.type == "cpu" and G.shape[-1] >= max(_TASK_LOOP_MIN_D, _LOOP_MIN_D)
+    return G.device.type == "cpu" and G.shape[-1] >= _TASK_LOOP_MIN_D
 
 
 def _mm(a: Tensor, b: Tensor) -> Tensor:
