@@ -429,3 +429,23 @@ def test_a_budget_that_ends_while_validation_improves_is_reported():
         h = fit_module(net, loss, batches, lr=0.1, max_epochs=300, val_batches=val,
                        patience=5)  # fmt: skip
     assert h["stopped_early"] and not h["budget_exhausted_while_improving"]
+
+
+def test_max_time_stops_after_the_epoch_that_passes_it():
+    torch.manual_seed(0)
+    X = torch.randn(120, 3)
+    y = X @ torch.tensor([1.0, -2.0, 0.5])
+    net = torch.nn.Linear(3, 1)
+    batches = TensorBatches(X, y, batch_size=40, seed=0)
+
+    def loss(module, batch):
+        xb, yb = batch
+        return (module(xb).squeeze(-1) - yb).square().mean()
+
+    # a budget far below one epoch's time: exactly one epoch runs
+    h = fit_module(net, loss, batches, lr=1e-2, max_epochs=50, max_time=1e-9)
+    assert h["n_epochs"] == 1 and h["stopped_on_time"] and not h["stopped_early"]
+    h = fit_module(net, loss, batches, lr=1e-2, max_epochs=3, max_time=3600.0)
+    assert h["n_epochs"] == 3 and not h["stopped_on_time"]
+    with pytest.raises(ValueError, match="max_time"):
+        fit_module(net, loss, batches, lr=1e-2, max_epochs=3, max_time=0.0)
