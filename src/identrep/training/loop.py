@@ -455,8 +455,9 @@ def fit_module(
         module's parameters.
     max_time : float, optional
         Wall-clock budget in seconds: training stops after the first epoch that
-        ends past it (``stopped_on_time`` in the history). The epoch count then
-        depends on the machine's speed, so a fixed seed no longer fixes the result.
+        ends past it (``stopped_on_time`` in the history); a cosine schedule then
+        follows the larger of the step and time fractions, so it ends within the
+        budget. The result then depends on the machine's speed, not only the seed.
 
     Returns
     -------
@@ -516,8 +517,10 @@ def fit_module(
                 nn.utils.clip_grad_norm_(params, grad_clip)
             opt.step()
             step += 1
-            if n_steps is not None:
+            if n_steps is not None:  # with max_time: also along the time budget
                 frac = min(step / n_steps, 1.0)
+                if max_time is not None:
+                    frac = max(frac, min((time.perf_counter() - t0) / max_time, 1.0))
                 scale = min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (
                     1 + math.cos(math.pi * frac)
                 )

@@ -163,8 +163,7 @@ class MTRN(
     weight_decay : float, default=0.0
         Adam weight decay.
     max_time : float, optional
-        Wall-clock budget of the training in seconds (checked after every epoch;
-        the result then depends on the machine's speed).
+        Wall-clock budget of the training in seconds (see ``fit_module``).
     device : str, default="cpu"
         Torch device ("cuda", or "auto" for CUDA when available).
     dtype : {"float32", "float64"}, default="float32"
