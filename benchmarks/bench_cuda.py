@@ -28,12 +28,12 @@ import identrep as ir
 CONFIGS = [(200, 100, 20), (200, 100, 100), (10000, 20, 20), (10000, 20, 100)]
 
 
-def fit(data, device: str) -> dict:
+def fit(data, device: str, **params) -> dict:
     torch.set_num_threads(1 if device == "cpu" else torch.get_num_threads())
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = ir.MTLCM(device=device, random_state=0).fit(
+        m = ir.MTLCM(device=device, random_state=0, **params).fit(
             data.X, data.y, task_ids=data.task_ids
         )
     wall = time.perf_counter() - t0
@@ -45,6 +45,20 @@ def fit(data, device: str) -> dict:
         mcc=float(ir.metrics.mcc(data.Z, Z)),
         Z=Z,
     )
+
+
+def profile(data, iters: int) -> None:
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    fit(data, "cuda", max_iter=1)  # warm-up: kernels loaded, workspaces allocated
+    acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    with torch_profile(activities=acts) as prof:
+        out = fit(data, "cuda", max_iter=iters)
+    print(f"# {iters} iterations, {out['wall_s']:.2f} s under the profiler")
+    table = prof.key_averages()
+    for key in ("self_cuda_time_total", "self_cpu_time_total"):
+        print(table.table(sort_by=key, row_limit=12, max_name_column_width=40))
 
 
 def main() -> None:
@@ -64,6 +78,13 @@ def main() -> None:
         help="also fit on the CPU when T * d^3 is at most this",
     )
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument(
+        "--profile",
+        type=int,
+        metavar="ITERS",
+        help="instead: profile a CUDA fit of ITERS iterations per configuration "
+        "(torch.profiler, the top operations by CUDA and by CPU time)",
+    )
     args = ap.parse_args()  # fmt: skip
     if not torch.cuda.is_available():
         raise SystemExit("bench_cuda: CUDA is not available on this machine.")
@@ -76,6 +97,9 @@ def main() -> None:
             mixing="random", random_state=0,
         )  # fmt: skip
         row = dict(T=T, N=N, d=d)
+        if args.profile:
+            profile(data, args.profile)
+            continue
         gpu = fit(data, "cuda")
         row.update({f"cuda_{k}": v for k, v in gpu.items() if k != "Z"})
         if T * d**3 <= args.cpu_max_work:
