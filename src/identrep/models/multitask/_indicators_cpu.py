@@ -145,15 +145,18 @@ def solve_indicators_np(n, P, G, lo, s2, v0, C, work, max_iter=50, rtol=1e-14):
         tol = rtol * scale
         step = np.empty_like(g)
         dec = np.empty(len(active))
+        all_free = free.all(1)
+        reuse = has_factor[active] & small_step[active]
+        reuse &= (free == free_prev[active]).all(1)
         for j, i in enumerate(active):
             fj = free[j]
             # the Newton system on the free block only (the identity elsewhere:
             # no step there); its factor is kept in the first m^2 entries of Hs[i]
-            idx = None if fj.all() else np.flatnonzero(fj)
+            idx = None if all_free[j] else fj.nonzero()[0]
             m = d if idx is None else len(idx)
             gs = gf[j] if idx is None else gf[j][idx]
             h = Hs[i].reshape(-1)[: m * m].reshape(m, m)
-            if has_factor[i] and small_step[i] and (fj == free_prev[i]).all():
+            if reuse[j]:
                 x, info = lapack.dpotrs(h.T, gs, lower=1)
                 if info == 0 and gs @ x <= 0.1 * tol[j]:
                     step[j], dec[j] = 0.0, 0.0  # at the rounding level: stop here
@@ -165,11 +168,11 @@ def solve_indicators_np(n, P, G, lo, s2, v0, C, work, max_iter=50, rtol=1e-14):
                 Kf = K[i]
                 np.multiply(kpk(i), 2.0, out=h)
             else:
-                Kf = K[i][np.ix_(idx, idx)]
+                Kf = K[i].take(idx, 0).take(idx, 1)
                 if C is None:
-                    np.multiply(KPK[i][np.ix_(idx, idx)], 2.0, out=h)
+                    np.multiply(KPK[i].take(idx, 0).take(idx, 1), 2.0, out=h)
                 else:  # K P K on the free block from the free rows of K C
-                    KCf = KC[i][idx]
+                    KCf = KC[i].take(idx, 0)
                     np.matmul(KCf, KCf.T, out=h)
                     h *= 2.0
             np.multiply(Kf, na[j], out=w[0][:m, :m])
@@ -201,7 +204,7 @@ def solve_indicators_np(n, P, G, lo, s2, v0, C, work, max_iter=50, rtol=1e-14):
         for j, i in enumerate(active):
             t = 1.0
             for _ in range(20):
-                v_new = np.clip(v[i] - t * step[j], lo, 1.0)
+                v_new = np.minimum(np.maximum(v[i] - t * step[j], lo), 1.0)
                 ld = _inverse(w[1], s2G, v_new, lower)
                 tk = trace_kp(w[1], i, kc)
                 f_new = n[i] * ld + tk
