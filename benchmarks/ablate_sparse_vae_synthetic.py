@@ -28,7 +28,13 @@ from identrep.experiments.studies.moran2022_synthetic import (
     SparseFactorConfig,
     make_data,
 )
-from identrep.metrics import dci, match_latents, support_recovery
+from identrep.metrics import (
+    collapsed_rows,
+    dci,
+    feature_r2,
+    match_latents,
+    support_recovery,
+)
 from identrep.models.vae import SparseVAE
 from identrep.utils.seeding import check_random_state
 
@@ -46,13 +52,20 @@ def score(data, model) -> dict:
     sup = support_recovery(
         data.train.support, model.support_, matching=match_latents(data.test.Z, Z_hat)
     )
-    mse = float(np.mean((model.reconstruct(data.test.X) - data.test.X) ** 2))
+    recon = model.reconstruct(data.test.X)
+    mse = float(np.mean((recon - data.test.X) ** 2))
+    r2 = feature_r2(data.test.X, recon)
     return {
         "dci_d": round(float(d), 3),
         "support_f": round(float(sup["f_score"]), 2),
         "exact": int(sup["exact"]),
         "empty_rows": int(sup["empty_rows"]),
         "mse": round(mse, 3),
+        "collapsed_rows": collapsed_rows(model.mask_),
+        "min_feature_r2": round(float(r2.min()), 3),
+        "feature_r2": np.round(r2, 3).tolist(),
+        "mask": np.round(model.mask_, 4).tolist(),
+        "inclusion": np.round(model.inclusion_, 3).tolist(),
     }
 
 
@@ -62,6 +75,12 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
     ap.add_argument("--restarts", type=int, default=1)
+    ap.add_argument(
+        "--from-restart",
+        type=int,
+        default=0,
+        help="skip the restarts before this index (their seeds are still drawn)",
+    )
     args = ap.parse_args()
     setting = dict(kv.split("=", 1) for kv in args.set)
     setting = {k: _value(v) for k, v in setting.items()}
@@ -74,6 +93,8 @@ def main() -> None:
                 rng = check_random_state(config.model_seed())
                 seeds = rng.integers(0, 2**31 - 1, size=args.restarts).tolist()
             for r, model_seed in enumerate(seeds):
+                if r < args.from_restart:
+                    continue
                 t0 = time.process_time()
                 model = SparseVAE(2, random_state=int(model_seed), **setting)
                 model.fit(data.train.X)

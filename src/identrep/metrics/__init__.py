@@ -13,8 +13,10 @@ from identrep.metrics._mcc import (
 )
 from identrep.metrics._ranking import ndcg_at_k, ranking_split, recall_at_k
 from identrep.metrics._support import (
+    collapsed_rows,
     empty_rows,
     exact_support,
+    feature_r2,
     match_support_columns,
     support_f_score,
     support_recovery,
@@ -37,6 +39,8 @@ __all__ = [
     "recall_at_k",
     "reconstruction_nll",
     "empty_rows",
+    "collapsed_rows",
+    "feature_r2",
     "exact_support",
     "match_support_columns",
     "support_f_score",

@@ -14,6 +14,10 @@ order and may outnumber the true ones, so the columns are matched first:
 * :func:`exact_support` -- the matched support equals the true one and the
   unmatched columns are empty;
 * :func:`empty_rows` -- features that depend on no factor (a zeroed row of W);
+* :func:`collapsed_rows` -- features whose row of the decoder masks W is cut
+  (every entry negligible against the largest mask), read from W itself;
+* :func:`feature_r2` -- per-feature R^2 of a reconstruction (a feature that is not
+  reconstructed has R^2 near 0);
 * :func:`support_recovery` -- all of them in one dict.
 """
 
@@ -26,8 +30,10 @@ from identrep._typing import ArrayLike
 from identrep.exceptions import DataError
 
 __all__ = [
+    "collapsed_rows",
     "empty_rows",
     "exact_support",
+    "feature_r2",
     "match_support_columns",
     "support_f_score",
     "support_recovery",
@@ -187,6 +193,111 @@ def empty_rows(S_hat: ArrayLike) -> int:
     2
     """
     return int((~_binary(S_hat, "S_hat").any(axis=1)).sum())
+
+
+#: Relative tolerance of :func:`collapsed_rows` (see its Notes).
+COLLAPSE_RTOL = 0.05
+
+
+def collapsed_rows(W: ArrayLike, *, rtol: float = COLLAPSE_RTOL) -> int:
+    """Number of features whose whole row of the decoder masks W is cut.
+
+    Row j is collapsed when ``max_k |W[j, k]| <= rtol * max_{i, k} |W[i, k]|``:
+    every mask of the feature is negligible against the largest mask of the
+    decoder. An all-zero W has every row collapsed.
+
+    Parameters
+    ----------
+    W : array-like of shape (n_features, n_latents)
+        Real-valued masks (e.g. the Sparse VAE's ``mask_``), not a 0/1 support.
+    rtol : float in [0, 1), default=0.05
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    DataError
+        W not 2-D, not numeric or not finite; ``rtol`` outside [0, 1).
+
+    Notes
+    -----
+    In a masked decoder x_j ~ p(x_j | f_j(w_j * z)) the feature sees the latents
+    only through w_j * z. When f_j is L-Lipschitz with the same L for every
+    feature (the Sparse VAE with fixed scales and fixed head norms, on
+    standardised features), the part of x_j that the decoder can explain has
+    standard deviation at most L ||w_j|| times that of z, so a row at
+    ``rtol`` of the largest row carries at most ``rtol`` of the largest gain and
+    at most ``rtol**2`` (0.25 % at 0.05) of its explained variance: the feature is
+    reconstructed by a constant, the "zeroed row of W" of the authors' code. This
+    differs from :func:`empty_rows`, which counts rows of a *support* (e.g.
+    inclusion probability > 0.5) and also counts slab-sized masks that sit just
+    under the support's cut. With ``rtol`` = 0 only exactly zero rows count.
+
+    Examples
+    --------
+    >>> collapsed_rows([[1.0, 0.0], [0.0, 0.3], [0.01, 0.0]])
+    1
+    """
+    A = np.asarray(W)
+    if A.ndim != 2 or A.dtype.kind not in "biuf":
+        raise DataError(
+            f"W must be a 2-D numeric (n_features, n_latents) array of masks; got "
+            f"shape {A.shape}, dtype {A.dtype}."
+        )
+    A = np.abs(A.astype(np.float64))
+    if not np.isfinite(A).all():
+        raise DataError("W contains non-finite values.")
+    if not (isinstance(rtol, (int, float, np.floating)) and 0 <= rtol < 1):
+        raise DataError(f"rtol must be a number in [0, 1); got {rtol!r}.")
+    if A.size == 0:
+        return int(A.shape[0])
+    return int((A.max(axis=1) <= rtol * A.max()).sum())
+
+
+def feature_r2(X: ArrayLike, X_hat: ArrayLike) -> np.ndarray:
+    """Per-feature coefficient of determination of a reconstruction.
+
+    ``R2_j = 1 - sum_i (X_ij - X_hat_ij)^2 / sum_i (X_ij - mean_j)^2``: 1 is a
+    perfect reconstruction, 0 that of the feature's mean (a constant, what a
+    feature with a collapsed decoder row gets), negative worse than the mean.
+
+    Parameters
+    ----------
+    X, X_hat : array-like of shape (n_samples, n_features)
+        Data (held out, for a fair score) and its reconstruction.
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+
+    Raises
+    ------
+    DataError
+        Shapes differ, fewer than 2 rows, non-finite values, or a constant
+        feature in X (R^2 undefined).
+
+    Examples
+    --------
+    >>> feature_r2([[0.0, 1.0], [2.0, 3.0]], [[0.0, 2.0], [2.0, 2.0]]).tolist()
+    [1.0, 0.0]
+    """
+    A, B = np.asarray(X, dtype=np.float64), np.asarray(X_hat, dtype=np.float64)
+    if A.ndim != 2 or A.shape != B.shape or A.shape[0] < 2:
+        raise DataError(
+            f"X and X_hat must be 2-D of the same shape with at least 2 rows; got "
+            f"{A.shape} and {B.shape}."
+        )
+    if not (np.isfinite(A).all() and np.isfinite(B).all()):
+        raise DataError("X and X_hat must be finite.")
+    total = ((A - A.mean(axis=0)) ** 2).sum(axis=0)
+    if (total == 0).any():
+        raise DataError(
+            f"X has constant feature(s) {np.flatnonzero(total == 0).tolist()}: "
+            "R^2 is undefined for them."
+        )
+    return 1.0 - ((A - B) ** 2).sum(axis=0) / total
 
 
 def support_recovery(

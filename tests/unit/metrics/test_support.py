@@ -7,8 +7,10 @@ import pytest
 
 from identrep.exceptions import DataError
 from identrep.metrics import (
+    collapsed_rows,
     empty_rows,
     exact_support,
+    feature_r2,
     match_support_columns,
     support_f_score,
     support_recovery,
@@ -81,3 +83,66 @@ def test_empty_supports_and_errors():
         support_f_score(TRUE, TRUE, matching=[0, 2])
     with pytest.raises(DataError, match="non-finite"):
         empty_rows(np.array([[np.nan, 1.0]]))
+
+
+# masks shaped like a Sparse VAE's W on Eq. 9: slab masks 0.3-1.2, spike ~1e-4
+W_SPARSE = np.array(
+    [
+        [0.34, 1e-4],
+        [0.39, -2e-4],
+        [1.10, 0.0],
+        [1e-4, 0.90],
+        [0.0, 1.20],
+        [-1e-4, 0.80],
+        [0.70, 0.60],
+    ]
+)
+
+
+def test_collapsed_rows_are_cut_rows_not_small_slab_rows():
+    # the two small slab rows (0.34, 0.39) are not collapsed, whatever a 0.5
+    # cut of the inclusion probabilities says of them
+    assert collapsed_rows(W_SPARSE) == 0
+    cut = W_SPARSE.copy()
+    cut[0] = [0.05, -0.03]  # largest |w| 0.05 <= 0.05 * 1.20 = 0.06
+    cut[3] = [0.0, 0.0]
+    assert collapsed_rows(cut) == 2
+    assert collapsed_rows(cut, rtol=0.04) == 1  # 0.05 > 0.048: only the zero row
+    assert collapsed_rows(cut, rtol=0.0) == 1
+    # relative to the largest mask: scaling W changes nothing, signs neither
+    assert collapsed_rows(-7.5 * cut) == 2
+    assert collapsed_rows(np.zeros((3, 2))) == 3
+
+
+def test_collapsed_rows_bad_input():
+    with pytest.raises(DataError, match="2-D numeric"):
+        collapsed_rows(np.ones(3))
+    with pytest.raises(DataError, match="non-finite"):
+        collapsed_rows([[np.nan, 1.0]])
+    with pytest.raises(DataError, match="rtol"):
+        collapsed_rows(W_SPARSE, rtol=1.0)
+
+
+def test_feature_r2_known_answers():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3)) * [1.0, 2.0, 3.0] + [0.0, 5.0, -1.0]
+    X_hat = X.copy()
+    X_hat[:, 1] = X[:, 1].mean()  # a collapsed feature: its mean, R^2 = 0
+    X_hat[:, 2] = X[:, 2] + (X[:, 2] - X[:, 2].mean())  # error = deviation
+    r2 = feature_r2(X, X_hat)
+    assert r2[0] == 1.0
+    assert r2[1] == pytest.approx(0.0, abs=1e-12)
+    assert r2[2] == pytest.approx(0.0, abs=1e-12)
+    # half the deviation left: R^2 = 1 - 1/4
+    half = X.copy()
+    half[:, 0] = X[:, 0].mean() + 0.5 * (X[:, 0] - X[:, 0].mean())
+    assert feature_r2(X, half)[0] == pytest.approx(0.75)
+
+
+def test_feature_r2_bad_input():
+    with pytest.raises(DataError, match="same shape"):
+        feature_r2(np.ones((4, 2)), np.ones((4, 3)))
+    with pytest.raises(DataError, match="constant feature"):
+        feature_r2([[1.0, 0.0], [1.0, 2.0]], [[1.0, 0.0], [1.0, 2.0]])
+    with pytest.raises(DataError, match="finite"):
+        feature_r2([[1.0], [np.inf]], [[1.0], [2.0]])

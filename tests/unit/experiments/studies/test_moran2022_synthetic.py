@@ -64,9 +64,13 @@ def test_tiny_run_reports_dci_and_support_beside_the_anchors(tmp_path):
         m = r["metrics"]
         assert 0 <= m["dci_d"] <= 1 and 0 <= m["dci_c"] <= 1
         assert np.isfinite(m["mse"]) and m["mse"] > 0  # Figure 3a's panel
+        assert m["min_feature_r2"] <= 1
         if r["config"]["model"] == "Sparse VAE":
             assert 0 <= m["support_f"] <= 1 and m["exact_support"] in (0.0, 1.0)
             assert 0 <= m["empty_rows"] <= 7
+            assert 0 <= m["collapsed_rows"] <= 7
+            # 4 restarts: the kept fit's training objective is recorded
+            assert np.isfinite(m["objective"])
         else:
             assert "support_f" not in m
     df, text = write_report(tmp_path)
@@ -92,9 +96,13 @@ def test_report_counts_paired_wins_empty_rows_and_exact_supports():
 
     rows = []
     # rho 0: the Sparse VAE wins on seeds 0 and 1, loses on seed 2; one run has
-    # an empty row, one the exact support
-    for seed, (s, v, empty, exact) in enumerate(
-        [(0.99, 0.5, 0, 1), (0.98, 0.9, 2, 0), (0.3, 0.6, 0, 0)]
+    # an empty row, one the exact support, one (another) a collapsed row of W
+    for seed, (s, v, empty, exact, cut, r2) in enumerate(
+        [
+            (0.99, 0.5, 0, 1, 0, 0.81),
+            (0.98, 0.9, 2, 0, 0, 0.79),
+            (0.3, 0.6, 0, 0, 1, 0.02),
+        ]
     ):
         rows.append(
             dict(
@@ -104,27 +112,37 @@ def test_report_counts_paired_wins_empty_rows_and_exact_supports():
                 dci_d=s,
                 empty_rows=empty,
                 exact_support=exact,
+                collapsed_rows=cut,
+                min_feature_r2=r2,
                 max_epochs=None,
             )
         )
         rows.append(dict(model="VAE", rho_pct=0, seed=seed, dci_d=v, max_epochs=None))
-    # rho 0.8: one seed, a VAE run without its Sparse VAE partner is not paired
-    rows.append(
-        dict(
-            model="Sparse VAE",
-            rho_pct=80,
-            seed=0,
-            dci_d=0.2,
-            empty_rows=0,
-            exact_support=1,
-            max_epochs=None,
+    # rho 0.8: two seeds, records from before the collapsed-row metric on one;
+    # a VAE run without its Sparse VAE partner is not paired
+    for seed, cut, r2 in ((0, np.nan, np.nan), (2, 0, 0.85)):
+        rows.append(
+            dict(
+                model="Sparse VAE",
+                rho_pct=80,
+                seed=seed,
+                dci_d=0.2,
+                empty_rows=0,
+                exact_support=1,
+                collapsed_rows=cut,
+                min_feature_r2=r2,
+                max_epochs=None,
+            )
         )
-    )
     rows.append(dict(model="VAE", rho_pct=80, seed=0, dci_d=0.1, max_epochs=None))
     rows.append(dict(model="VAE", rho_pct=80, seed=1, dci_d=0.9, max_epochs=None))
+    rows.append(dict(model="VAE", rho_pct=80, seed=2, dci_d=0.1, max_epochs=None))
     text = _intro(pd.DataFrame(rows))
-    assert "| 0 | 3 | 2/3 | 30.00 | 1/3 | 1/3 |" in text
-    assert "| 80 | 1 | 1/1 | 20.00 | 0/1 | 1/1 |" in text
+    assert "| 0 | 3 | 2/3 | 30.00 | 1/3 | 1/3 | 0.02 | 1/3 |" in text
+    assert "| 80 | 2 | 2/2 | 20.00 | 0/2 | 0/1 | 0.85 (1 of 2 runs) | 2/2 |" in text
+    # records without the collapsed-row metric at all
+    old = pd.DataFrame(rows).drop(columns=["collapsed_rows", "min_feature_r2"])
+    assert "| 0 | 3 | 2/3 | 30.00 | 1/3 | - | - | 1/3 |" in _intro(old)
     # no table without both models
     only = pd.DataFrame([r for r in rows if r["model"] == "VAE"])
     assert "Sparse VAE > VAE" not in _intro(only)
