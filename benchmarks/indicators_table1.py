@@ -428,7 +428,20 @@ def main(argv=None):
     ap.add_argument("--val-frac", type=float, default=0.2)
     ap.add_argument("--json", default=None, help="also write the rows here")
     ap.add_argument("--summary", default=None, help="write the summary table here")
+    ap.add_argument(
+        "--rows-from",
+        nargs="+",
+        default=None,
+        help="fit nothing: summarise the rows of these --json files",
+    )
     args = ap.parse_args(argv)
+    if args.rows_from:
+        rows = []
+        for path in args.rows_from:
+            with open(path) as fh:
+                rows += json.load(fh)
+        _write_summary(rows, args.summary)
+        return
     variants = (
         [parse_variant(v) for v in args.variants]
         if args.variants
@@ -462,10 +475,14 @@ def main(argv=None):
             if args.json:  # rewritten after every data set: a stopped run keeps rows
                 with open(args.json, "w") as fh:
                     json.dump(rows, fh, indent=1)
+    _write_summary(rows, args.summary)
+
+
+def _write_summary(rows, path):
     text = summary(rows)
     print("\n" + text)
-    if args.summary:
-        with open(args.summary, "w") as fh:
+    if path:
+        with open(path, "w") as fh:
             fh.write(text + "\n")
 
 
