@@ -94,10 +94,13 @@ def _task_r2(Z, y, t):
     return out
 
 
-def upper_bound(data, sigma_s, sigma_obs, fit_scales, gamma_bound=None):
+def upper_bound(
+    data, sigma_s, sigma_obs, fit_scales, gamma_bound=None, return_scales=False
+):
     """Indicators of the inner solve at the true mixing (optionally with its
     column scales fitted); returns (c, nll per sample). ``gamma_bound`` None: the
-    free, profiled solve; a number: the bounded solve of ``MTLCM(gamma_bound=B)``."""
+    free, profiled solve; a number: the bounded solve of ``MTLCM(gamma_bound=B)``.
+    ``return_scales``: also return the fitted column scales (ones if not fitted)."""
     md = check_multitask(data.X, data.y, data.task_ids, min_samples=2)
     stats = data_units(task_statistics(md, x_unit=None, y_unit=None))
     n, Sxx, sxy, syy = stats_to_torch(stats, torch.device("cpu"))
@@ -106,6 +109,7 @@ def upper_bound(data, sigma_s, sigma_obs, fit_scales, gamma_bound=None):
     else:
         obj = BoundedObjective(n, Sxx, sxy, syy, sigma_s, sigma_obs, gamma_bound)
     A0 = torch.as_tensor(data.mixing / stats.x_unit, dtype=torch.float64)
+    scales = np.ones(A0.shape[1])
     if fit_scales:
 
         def fg(logs):
@@ -114,11 +118,12 @@ def upper_bound(data, sigma_s, sigma_obs, fit_scales, gamma_bound=None):
             return f, ((gA * A0 * s).sum(0)).numpy()
 
         res = minimize(fg, np.zeros(A0.shape[1]), jac=True, method="L-BFGS-B")
-        A0 = A0 * torch.as_tensor(np.exp(res.x), dtype=torch.float64)
+        scales = np.exp(res.x)
+        A0 = A0 * torch.as_tensor(scales, dtype=torch.float64)
     f, _, v = obj(A0, grad=False)
     lo = sigma_s**2
     c = ((v - lo) / (1.0 - lo)).clamp(0.0, 1.0).numpy()
-    return c, f
+    return (c, f, scales) if return_scales else (c, f)
 
 
 # ------------------------------------------------------------------ problems
