@@ -80,6 +80,12 @@ def old_cross_seed(text: str, keep: set[str], old: pd.DataFrame) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
+def _absent(frame: pd.DataFrame, have: set) -> list[bool]:
+    """Rows whose (model, n_latents) the new runs do not have."""
+    pairs = zip(frame["model"], frame["n_latents"], strict=True)
+    return [(m, int(d)) not in have for m, d in pairs]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--run", required=True, help="table3 folder: records/, latents/")
@@ -95,15 +101,13 @@ def main(argv=None):
     records = load_records(args.run)
     new = records_to_frame(records)
     cross_new = cross_seed_summary(records, args.run)
-    have = set(zip(new["model"], new["n_latents"], strict=True))
+    have = {(m, int(d)) for m, d in zip(new["model"], new["n_latents"], strict=True)}
     old = pd.read_csv(args.old_csv)
     old = old[old["model"].isin(keep)]
-    old = old[[(m, d) not in have for m, d in zip(old["model"], old["n_latents"])]]
+    old = old[_absent(old, have)]
     old_text = Path(args.old_report).read_text(encoding="utf-8")
     cross_old = old_cross_seed(old_text, keep, old)
-    cross_old = cross_old[
-        [(m, d) not in have for m, d in zip(cross_old["model"], cross_old["n_latents"])]
-    ]
+    cross_old = cross_old[_absent(cross_old, have)]
 
     spec = get_study("table3").report
     df = pd.concat([new, old], ignore_index=True)
