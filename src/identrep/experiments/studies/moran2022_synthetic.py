@@ -19,8 +19,8 @@ against the true 7 x 2 support, columns matched through the latents
 features whose whole row of the masks W is cut (every |mask| at most 5 % of the
 largest, :func:`~identrep.metrics.collapsed_rows`), with the worst feature's
 held-out reconstruction R^2 (:func:`~identrep.metrics.feature_r2`; a collapsed
-feature has R^2 near 0, a fitted one at least about 0.8 here: x1 = z1 plus noise
-of variance 0.25 has R^2 at most 1 / 1.25).
+feature has R^2 near 0; a fitted x1 = z1 plus noise of variance 0.25 about
+1 / 1.25 = 0.8, the lowest of a good fit).
 
 The paper shows these numbers as a figure only; beside ours the report prints the
 DCI-D that the authors' code reached on this machine (same generator, 10 seeds,
@@ -367,8 +367,9 @@ STUDY = register_study(
                 "rows: features whose row of the masks W is cut (every |mask| "
                 "at most 5 % of the largest), so that the decoder cannot "
                 "reconstruct them; min feature R²: the held-out R² of the "
-                "worst-reconstructed feature (a collapsed one has about 0; x1 "
-                "cannot exceed 0.8). Held-out MSE: "
+                "worst-reconstructed feature (a collapsed one has about 0; a "
+                "fitted x1, a factor plus noise, about 1 / 1.25 = 0.8). Held-out "
+                "MSE: "
                 "mean squared error of the reconstruction (decoder mean at the "
                 "posterior mean) of the fresh sample, in the units of x (the "
                 "paper's Figure 3a). Fit s: wall seconds of the fit (all "
