@@ -36,8 +36,10 @@ def main():
         ref = wide[args.model]
         wins = []
         for m in wide.columns.drop(args.model):
+            # paired by split: only the splits that both models ran count
+            both = ref.notna() & wide[m].notna()
             better = (ref < wide[m]) if lower else (ref > wide[m])
-            wins.append(f"{m} {int(better.sum())}/{int(wide[m].notna().sum())}")
+            wins.append(f"{m} {int((better & both).sum())}/{int(both.sum())}")
         print(f"  {args.model} better than: " + ", ".join(wins))
 
 

@@ -79,7 +79,8 @@ def main(argv=None):
             sub = _pairs(Zs, lambda a, b: _canonical(a, b).mean())
             pcs = [_canonical(Z, U[:, :d]).mean() for Z in Zs]
             print(
-                f"{model} d={d} ({len(Zs)} seeds): cross-seed MCC {cross.mean():.2f}; "
+                f"{model} d={d} ({len(Zs)} seeds): cross-seed MCC {cross.mean():.2f} "
+                f"(pairs {np.round(cross, 2)}); "
                 f"linear R^2 in X {np.round(r2, 3)}; canonical corr with top-{d} "
                 f"PCs {np.round(pcs, 3)}, between seeds {np.round(sub, 3)}"
             )

@@ -37,7 +37,7 @@ from identrep.training.loop import IndexBatches, fit_module, split_within_tasks
 from identrep.utils._param_validation import validate_parameter_constraints
 from identrep.utils.seeding import check_random_state, torch_seed_from
 from identrep.utils.threads import fit_threads
-from identrep.utils.torch import resolve_device, resolve_dtype
+from identrep.utils.torch import deterministic, resolve_device, resolve_dtype
 from identrep.utils.validation import check_array, check_input_kind
 
 __all__ = ["IdentrepEstimator", "TaskTargetsMixin", "TorchEstimatorMixin"]
@@ -318,6 +318,7 @@ class TorchEstimatorMixin:
             grad_clip=self.grad_clip,
             weight_decay=float(getattr(self, "weight_decay", 0.0)),
             lr_schedule=getattr(self, "lr_schedule", None),
+            max_time=getattr(self, "max_time", None),
             post_epoch=post_epoch,
             progress=bool(self.verbose),
             desc=desc or type(self).__name__,
@@ -325,7 +326,10 @@ class TorchEstimatorMixin:
         kwargs.update(overrides)
         # small batches: one thread unless the user chose (utils/threads.py)
         macs_per_row = sum(p.numel() for p in module.parameters() if p.dim() == 2)
-        with fit_threads(work=float(self.batch_size) * macs_per_row):
+        with (
+            fit_threads(work=float(self.batch_size) * macs_per_row),
+            deterministic(self.device_),
+        ):
             return fit_module(module, loss_fn, train_batches, **kwargs)
 
     def _predict_chunks(
@@ -347,7 +351,7 @@ class TorchEstimatorMixin:
         dtypes = dtypes or [None] * len(arrays)
         outs: list[list[np.ndarray]] = []
         single = True
-        with torch.no_grad():
+        with torch.no_grad(), deterministic(self.device_):
             for s in range(0, n, chunk_size):
                 res = fn(
                     *(

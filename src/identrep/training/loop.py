@@ -71,6 +71,7 @@ TRAINING_CONSTRAINTS: dict[str, list] = {
     "desc": [str],
     "post_epoch": ["callable", None],
     "callback": ["callable", None],
+    "max_time": [Interval(Real, 0, None, closed="neither"), None],
     "loss_fn": ["callable"],
     "seed": [Interval(Integral, None, None, closed="neither")],
     "shuffle": ["boolean"],
@@ -342,6 +343,14 @@ def _mean_loss(module, loss_fn, batches) -> float:
     return total / weight if weight > 0 else math.nan
 
 
+def _non_finite(bar, desc: str, value: float, epoch: int, lr: float):
+    bar.close()
+    raise FloatingPointError(
+        f"{desc}: the training loss became non-finite ({value}) in epoch "
+        f"{epoch + 1}; lower lr (now {lr:g}) or set grad_clip."
+    )
+
+
 @validate_params(
     _constraints(
         "loss_fn",
@@ -358,6 +367,7 @@ def _mean_loss(module, loss_fn, batches) -> float:
         "desc",
         "post_epoch",
         "callback",
+        "max_time",
     )
 )
 def fit_module(
@@ -379,6 +389,7 @@ def fit_module(
     desc: str = "training",
     post_epoch: Callable[[nn.Module], None] | None = None,
     callback: Callable[[int, nn.Module, dict], bool | None] | None = None,
+    max_time: float | None = None,
 ) -> dict:
     """Train ``module`` in place by minibatch gradient descent on ``loss_fn``.
 
@@ -442,6 +453,11 @@ def fit_module(
         history so far); returning True stops training. For monitoring, e.g.
         scoring the representation against ground truth; it must not change the
         module's parameters.
+    max_time : float, optional
+        Wall-clock budget in seconds: training stops after the first epoch that
+        ends past it (``stopped_on_time`` in the history); a cosine schedule then
+        follows the larger of the step and time fractions, so it ends within the
+        budget. The result then depends on the machine's speed, not only the seed.
 
     Returns
     -------
@@ -451,7 +467,8 @@ def fit_module(
         without validation), ``best_loss`` (float), ``n_epochs`` (int),
         ``stopped_early`` (bool), ``budget_exhausted_while_improving`` (bool: the
         last epoch was the best; a :class:`~identrep.exceptions.ConvergenceWarning`
-        says so), ``seconds`` (float, wall time).
+        says so), ``stopped_on_time`` (bool: ``max_time`` ended training),
+        ``seconds`` (float, wall time).
 
     Raises
     ------
@@ -484,7 +501,7 @@ def fit_module(
     bar = Progress(int(max_epochs), desc, enabled=progress, unit="epoch")
     stopped_early = False
     t0 = time.perf_counter()
-    epoch = -1
+    epoch, stopped_on_time = -1, False
     for epoch in range(int(max_epochs)):
         module.train()
         total, weight = 0.0, 0.0
@@ -492,28 +509,29 @@ def fit_module(
             loss, w = _unpack(loss_fn(module, batch))
             if w <= 0:
                 continue
-            if not torch.isfinite(loss):
-                bar.close()
-                raise FloatingPointError(
-                    f"{desc}: the training loss became non-finite ({loss.item()}) in "
-                    f"epoch {epoch + 1}; lower lr (now {lr:g}) or set grad_clip."
-                )
+            if loss.device.type == "cpu" and not torch.isfinite(loss):
+                _non_finite(bar, desc, float(loss), epoch, lr)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if grad_clip is not None:
                 nn.utils.clip_grad_norm_(params, grad_clip)
             opt.step()
             step += 1
-            if n_steps is not None:
+            if n_steps is not None:  # with max_time: also along the time budget
                 frac = min(step / n_steps, 1.0)
+                if max_time is not None:
+                    frac = max(frac, min((time.perf_counter() - t0) / max_time, 1.0))
                 scale = min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (
                     1 + math.cos(math.pi * frac)
                 )
                 for group in opt.param_groups:
                     group["lr"] = lr * scale
-            total += float(loss.detach()) * w
+            lv = loss.detach()  # on an accelerator: summed there, no sync per step
+            total = total + (float(lv) if lv.device.type == "cpu" else lv) * w
             weight += w
-        train_loss = total / weight if weight > 0 else math.nan
+        train_loss = float(total) / weight if weight > 0 else math.nan
+        if not math.isfinite(train_loss) and weight > 0:  # accelerator: seen here
+            _non_finite(bar, desc, train_loss, epoch, lr)
         history["train_loss"].append(train_loss)
         if post_epoch is not None:
             module.eval()
@@ -544,6 +562,9 @@ def fit_module(
         ):
             stopped_early = epoch + 1 < max_epochs
             break
+        if max_time is not None and time.perf_counter() - t0 >= max_time:
+            stopped_on_time = epoch + 1 < max_epochs
+            break
 
     if best_state is not None:
         module.load_state_dict(best_state)
@@ -558,10 +579,11 @@ def fit_module(
     )
     if still_improving:
         warnings.warn(
-            f"{desc}: the epoch budget (max_epochs={max_epochs}) ended while the "
-            "validation loss was still improving (best at the last epoch); the model "
-            "is probably under-fitted. Raise max_epochs (identrep fit: "
-            "--max-epochs); early stopping (patience) ends training once it stops "
+            f"{desc}: the budget (max_epochs={max_epochs}"
+            f"{'' if max_time is None else f', max_time={max_time:g} s'}) ended "
+            "while the validation loss was still improving (best at the last "
+            "epoch); the model is probably under-fitted. Raise max_epochs (identrep "
+            "fit: --max-epochs); early stopping (patience) ends training once it stops "
             "improving.",
             ConvergenceWarning,
             stacklevel=3,
@@ -571,6 +593,7 @@ def fit_module(
         best_loss=float(best_loss),
         n_epochs=epoch + 1,
         stopped_early=bool(stopped_early),
+        stopped_on_time=bool(stopped_on_time),
         budget_exhausted_while_improving=bool(still_improving),
         seconds=time.perf_counter() - t0,
     )

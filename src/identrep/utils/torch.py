@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
+
 import torch
 
 
@@ -31,3 +34,29 @@ def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
 def to_numpy(t: torch.Tensor):
     """Leave torch at the boundary."""
     return t.detach().cpu().numpy()
+
+
+@contextmanager
+def deterministic(device: torch.device):
+    """Deterministic kernels while fitting or predicting on an accelerator.
+
+    On CUDA some sums run in a thread-dependent order (``index_add``, used by the
+    EGNN's message passing and the ridge heads' per-task sums, adds with atomics),
+    so two fits with the same seed differed in the last bits and then more. Inside
+    this context torch picks its deterministic kernels (warning, not failing, for
+    an operation that has none) and cuBLAS gets a fixed workspace when this
+    process has not used it yet. The CPU path is untouched.
+    """
+    if torch.device(device).type == "cpu":
+        yield
+        return
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    before = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])

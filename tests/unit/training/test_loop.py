@@ -429,3 +429,54 @@ def test_a_budget_that_ends_while_validation_improves_is_reported():
         h = fit_module(net, loss, batches, lr=0.1, max_epochs=300, val_batches=val,
                        patience=5)  # fmt: skip
     assert h["stopped_early"] and not h["budget_exhausted_while_improving"]
+
+
+def test_max_time_stops_after_the_epoch_that_passes_it():
+    torch.manual_seed(0)
+    X = torch.randn(120, 3)
+    y = X @ torch.tensor([1.0, -2.0, 0.5])
+    net = torch.nn.Linear(3, 1)
+    batches = TensorBatches(X, y, batch_size=40, seed=0)
+
+    def loss(module, batch):
+        xb, yb = batch
+        return (module(xb).squeeze(-1) - yb).square().mean()
+
+    # a budget far below one epoch's time: exactly one epoch runs
+    h = fit_module(net, loss, batches, lr=1e-2, max_epochs=50, max_time=1e-9)
+    assert h["n_epochs"] == 1 and h["stopped_on_time"] and not h["stopped_early"]
+    h = fit_module(net, loss, batches, lr=1e-2, max_epochs=3, max_time=3600.0)
+    assert h["n_epochs"] == 3 and not h["stopped_on_time"]
+    with pytest.raises(ValueError, match="max_time"):
+        fit_module(net, loss, batches, lr=1e-2, max_epochs=3, max_time=0.0)
+
+
+def test_a_non_finite_loss_is_caught_on_every_device(device):
+    # on an accelerator the loss is summed on the device and checked at the
+    # epoch's end (no host sync per step); on the CPU at the step itself
+    X = torch.randn(60, 2, device=device)
+    net = torch.nn.Linear(2, 1).to(device)
+
+    def loss(module, batch):
+        (xb,) = batch
+        return module(xb).mean() * torch.tensor(float("nan"), device=device)
+
+    with pytest.raises(FloatingPointError, match="non-finite .* epoch 1"):
+        fit_module(net, loss, TensorBatches(X, batch_size=20, seed=0), lr=1e-2,
+                   max_epochs=2)  # fmt: skip
+
+
+def test_cosine_schedule_follows_the_time_budget():
+    # loss = w, so every SGD step moves w by minus that step's learning rate
+    def run(max_time):
+        net = torch.nn.Linear(1, 1, bias=False)
+        torch.nn.init.zeros_(net.weight)
+        batches = TensorBatches(torch.zeros(3, 1), batch_size=1, shuffle=False)
+        kw = dict(optimizer="sgd", lr_schedule="cosine", max_time=max_time, lr=1.0)
+        fit_module(net, lambda m, b: m.weight.sum(), batches, max_epochs=1, **kw)
+        return -float(net.weight)
+
+    # steps: cosine over 2 intervals gives rates 1, 0.505, 0.01
+    assert run(None) == pytest.approx(1 + 0.505 + 0.01)
+    # a spent time budget puts the schedule at its end after the first step
+    assert run(1e-9) == pytest.approx(1 + 0.01 + 0.01)

@@ -288,6 +288,8 @@ def fit_mtlcm(config: QM9Config, data: RealData, model_seed: int, artifacts=None
         "mtrn_epochs": n_epochs,
         "mtrn_seconds": mtrn_seconds,
         "mtrn_seconds_per_epoch": mtrn_seconds / max(n_epochs, 1),
+        "mtrn_device": str(pipe.mtrn_.device_),
+        "mtrn_stopped_on_time": bool(hist.get("stopped_on_time", False)),
         "mtlcm_seconds": pipe.mtlcm_.fit_seconds_,
         "log_likelihood": float(pipe.mtlcm_.log_likelihood_),
         "converged": bool(pipe.mtlcm_.converged_),

@@ -49,9 +49,10 @@ BASELINE_SETTINGS = {
 }
 
 #: The baselines train on this many materials (x 80 tasks = 240,000 rows of
-#: (material, task, target)), drawn from the configuration, the same for every
-#: seed (cost: docs/notes.md). Representations of all 21,263 materials are
-#: compared across seeds.
+#: (material, task, target)), drawn from the data key, which includes the seed
+#: index: the same for every model, different for every seed (cost and the
+#: effect on the agreement: docs/notes.md, "Table 3 baselines at every d").
+#: Representations of all 21,263 materials are compared across seeds.
 TABLE3_BASELINE_MATERIALS = 3000
 
 #: ``--quick``: 5 latents and 2 seeds (the least that compares seeds), MTRN capped
@@ -167,9 +168,10 @@ def fit_mtlcm(config: RunConfig, data, model_seed: int, artifacts=None) -> dict:
 
 
 def fit_baseline(config: RunConfig, data, model_seed: int, artifacts=None) -> dict:
-    """u = (target, task) of every observed (material, task) pair of a fixed
-    subset of materials, encoder q(z | x); the encoder means of all materials are
-    stored for the cross-seed comparison (no MTRN features, so no weak MCC)."""
+    """u = (target, task) of every observed (material, task) pair of a subset
+    of materials (drawn per seed index, see TABLE3_BASELINE_MATERIALS), encoder
+    q(z | x); the encoder means of all materials are stored for the cross-seed
+    comparison (no MTRN features, so no weak MCC)."""
     _need(artifacts)
     seed = derive_seed("table3-baseline-subset", *config.data_key())
     rng = np.random.default_rng(seed)
@@ -201,9 +203,9 @@ def _intro(runs) -> str:
         "Std over the pairs of seeds (10 pairs for 5 seeds). Strong MCC: "
         "Pearson MCC between the latents of two seeds (MTLCM latents; the "
         "baselines' encoder means q(z | x) of all materials, trained on "
-        "a fixed subset of the materials); weak MCC: in-sample CCA, then "
-        "Spearman MCC, between their standardised MTRN features (the "
-        "paper's protocol)."
+        "a subset of 3,000 materials drawn per seed); weak MCC: in-sample "
+        "CCA, then Spearman MCC, between their standardised MTRN features "
+        "(the paper's protocol)."
     )
 
 

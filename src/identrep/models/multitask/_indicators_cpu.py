@@ -12,6 +12,12 @@ task done while its matrices are in cache, in preallocated buffers:
 * the per-matrix LAPACK calls (OpenBLAS dpotrf/dpotri/dposv) run about twice as
   fast as torch's batched MKL kernels here (docs/notes.md, branch wt-scale2).
 
+The Newton system is solved on the free block only (the variances not held at a
+bound), gathered into an m x m matrix: at the optimum of the Table 1 process about
+half of the d variances sit at a bound (sigma_s^2 or 1), so forming and factorising
+it costs about an eighth of the full d x d system (the old code zeroed the bound
+rows and columns and factorised all of d x d; the solution is the same).
+
 One more saving: once a task has taken a Newton step, its decrement at the new
 point is first estimated with the previous Newton matrix's Cholesky factor (two
 triangular solves, O(d^2)); if that estimate is already below the rounding level
@@ -73,6 +79,11 @@ def solve_indicators_np(n, P, G, lo, s2, v0, C, work, max_iter=50, rtol=1e-14):
     are views into it, valid until the next call. Returns ``v, logdet H, K, K P K,
     K C`` and tr(K P) per task; with ``C`` K P K is None (sum (K C)(K C)^T over
     tasks instead), without ``C`` K C is None.
+
+    Each task is solved to the end before the next one starts, so that its d x d
+    matrices (K, K P K, the Newton matrix, the trial inverse: 5 d^2 numbers) stay
+    in the core's cache: the tasks are independent, so the steps and results are
+    those of a solve that advances all tasks one Newton step at a time.
     """
     B, d = len(n), G.shape[0]
     s2G = s2 * G
@@ -83,115 +94,135 @@ def solve_indicators_np(n, P, G, lo, s2, v0, C, work, max_iter=50, rtol=1e-14):
     else:
         v = np.array(v0, dtype=float)
     K = _buffer(work, "K", (B, d, d))
-    KPK = _buffer(work, "KPK", (B, d, d))
-    Hs = _buffer(work, "Hs", (B, d, d))  # Newton matrices, then their factors
+    KPK = _buffer(work, "KPK", (B, d, d)) if C is None else None
     KC = None if C is None else _buffer(work, "KC", (B, d, C.shape[2]))
+    # one task's workspace: trial inverse, K P K (factor form), Newton matrix
+    # and its factor, a temporary; trial K C
+    w = _buffer(work, "w", (4, d, d))
     kc = None if C is None else _buffer(work, "kc", (1, d, C.shape[2]))[0]
-    w = _buffer(work, "w", (2, d, d))
     logdet, tkp = np.empty(B), np.empty(B)
-    kd, kpkd = np.empty((B, d)), np.empty((B, d))  # diagonals of K, K P K
+    for i in range(B):
+        logdet[i], tkp[i] = _solve_task(
+            v[i],
+            float(n[i]),
+            None if C is None else C[i],
+            None if P is None else P[i],
+            K[i],
+            None if C is None else KC[i],
+            KPK[i] if C is None else None,
+            s2G,
+            lo,
+            lower,
+            w,
+            kc,
+            max_iter,
+            rtol,
+        )
+    return v, logdet, K, KPK, KC, tkp
+
+
+def _solve_task(v, n, C, P, K, KC, KPK, s2G, lo, lower, w, kc, max_iter, rtol):
+    """Projected Newton for one task, in place: v (d,) from its start to the
+    optimum, K = H^{-1} and K C (factor form) or K P K (dense form) there.
+    Returns log det H and tr(K P)."""
+    d = len(v)
+    Kt, kpk_buf, Hs, tmp = w[0], w[1], w[2], w[3]
+    flat = Hs.reshape(-1)
 
     # in the factor form P = C C^T is never formed: tr(K P) = <K C, C>, K P K =
     # (K C)(K C)^T only for a Newton matrix (its diagonal, for the gradient, is the
     # row norms of K C; the caller sums it over tasks as one product of K C)
-    kpk_ok = np.zeros(B, dtype=bool)
-
-    def trace_kp(Kt, i, kc_out):
+    def trace_kp(Kx, kc_out):
         if C is None:
-            return float(np.vdot(Kt, P[i]))
-        np.matmul(Kt, C[i], out=kc_out)
-        return float(np.vdot(kc_out, C[i]))
+            return float(np.vdot(Kx, P))
+        np.matmul(Kx, C, out=kc_out)
+        return float(np.vdot(kc_out, C))
 
-    def products(i):  # K[i] (and, in the factor form, KC[i]) are set
-        kd[i] = K[i].diagonal()
+    def diagonals():  # of K and K P K, with K (and K C) set
         if C is None:
-            np.matmul(K[i], P[i], out=w[0])
-            np.matmul(w[0], K[i], out=KPK[i])
-            kpkd[i] = KPK[i].diagonal()
-        else:
-            np.einsum("ij,ij->i", KC[i], KC[i], out=kpkd[i])
-            kpk_ok[i] = False
+            np.matmul(K, P, out=tmp)
+            np.matmul(tmp, K, out=KPK)
+            return K.diagonal().copy(), KPK.diagonal().copy()
+        return K.diagonal().copy(), np.einsum("ij,ij->i", KC, KC)
 
-    def kpk(i):
-        if C is not None and not kpk_ok[i]:
-            np.matmul(KC[i], KC[i].T, out=KPK[i])
-            kpk_ok[i] = True
-        return KPK[i]
-
-    for i in range(B):
-        logdet[i] = _inverse(K[i], s2G, v[i], lower)
-        tkp[i] = trace_kp(K[i], i, None if C is None else KC[i])
-        products(i)
+    logdet = _inverse(K, s2G, v, lower)
+    tkp = trace_kp(K, KC)
     f = n * logdet + tkp
-    # a task's factor in Hs is usable for the decrement estimate (see module doc)
-    # while its free set is unchanged and its last step was small
-    has_factor = np.zeros(B, dtype=bool)
-    free_prev = np.zeros((B, d), dtype=bool)
-    small_step = np.zeros(B, dtype=bool)
-    active = np.arange(B)
+    kd, kpkd = diagonals()
+    # the factor in Hs is usable for the decrement estimate (see module doc) while
+    # the free set is unchanged and the last step was small
+    has_factor, small_step, free_prev = False, False, None
     for _ in range(max_iter):
-        na, va = n[active], v[active]
-        g = na[:, None] * kd[active] - kpkd[active]
-        free = ~(((va <= lo) & (g > 0)) | ((va >= 1.0) & (g < 0)))
+        g = n * kd - kpkd
+        free = ~(((v <= lo) & (g > 0)) | ((v >= 1.0) & (g < 0)))
         gf = g * free
         # Newton decrement at the rounding level of f's terms: converged
-        scale = np.maximum(na * np.abs(logdet[active]) + np.abs(f[active]), 1.0)
+        scale = max(n * abs(logdet) + abs(f), 1.0)
         tol = rtol * scale
-        step = np.empty_like(g)
-        dec = np.empty(len(active))
-        for j, i in enumerate(active):
-            if has_factor[i] and small_step[i] and (free[j] == free_prev[i]).all():
-                x, info = lapack.dpotrs(Hs[i].T, gf[j], lower=1)
-                if info == 0 and gf[j] @ x <= 0.1 * tol[j]:
-                    step[j], dec[j] = 0.0, 0.0  # at the rounding level: stop here
-                    continue
-            # the Newton system on the free block, the identity elsewhere
-            h = Hs[i]
-            np.multiply(kpk(i), 2.0, out=h)
-            np.multiply(K[i], na[j], out=w[0])
-            h -= w[0]
-            h *= K[i]
-            hd = h.diagonal().copy()
-            fj = free[j]
-            if not fj.all():
-                h[~fj, :] = 0.0
-                h[:, ~fj] = 0.0
-                h[~fj, ~fj] = 1.0
-            _, x, info = lapack.dposv(h.T, gf[j], lower=1, overwrite_a=1)
-            if info != 0:  # not convex on the free block: a scaled gradient step
-                x = gf[j] / np.maximum(hd, 1e-3 * na[j] * kd[i] ** 2)
-                has_factor[i] = False
-            else:
-                has_factor[i] = True
-                free_prev[i] = fj
-            step[j] = x * fj
-            dec[j] = g[j] @ step[j]
-        going = dec > tol
-        small_step[active] = dec <= math.sqrt(rtol) * scale
-        active, step = active[going], step[going]
-        if len(active) == 0:
+        # the Newton system on the free block only (the identity elsewhere: no
+        # step there); its factor is kept in the first m^2 entries of Hs
+        all_free = free.all()
+        idx = None if all_free else free.nonzero()[0]
+        m = d if idx is None else len(idx)
+        gs = gf if idx is None else gf[idx]
+        h = flat[: m * m].reshape(m, m)
+        if has_factor and small_step and (free == free_prev).all():
+            x, info = lapack.dpotrs(h.T, gs, lower=1)
+            if info == 0 and gs @ x <= 0.1 * tol:
+                break  # at the rounding level: stop here
+        if m == 0:  # every variance at a bound it is pushed against
             break
-        # backtracking line search per task; a task that cannot decrease f in 20
-        # halvings is at rounding level: it stops
-        keep = np.ones(len(active), dtype=bool)
-        for j, i in enumerate(active):
-            t = 1.0
-            for _ in range(20):
-                v_new = np.clip(v[i] - t * step[j], lo, 1.0)
-                ld = _inverse(w[1], s2G, v_new, lower)
-                tk = trace_kp(w[1], i, kc)
-                f_new = n[i] * ld + tk
-                if f_new <= f[i]:
-                    v[i], logdet[i], tkp[i], f[i] = v_new, ld, tk, f_new
-                    np.copyto(K[i], w[1])
-                    if C is not None:
-                        np.copyto(KC[i], kc)
-                    products(i)
-                    break
-                t *= 0.5
+        if idx is None:
+            Kf = K
+            if C is None:
+                np.multiply(KPK, 2.0, out=h)
             else:
-                keep[j] = False
-        active = active[keep]
-        if len(active) == 0:
+                np.matmul(KC, KC.T, out=kpk_buf)
+                np.multiply(kpk_buf, 2.0, out=h)
+        else:
+            Kf = K.take(idx, 0).take(idx, 1)
+            if C is None:
+                np.multiply(KPK.take(idx, 0).take(idx, 1), 2.0, out=h)
+            else:  # K P K on the free block from the free rows of K C
+                KCf = KC.take(idx, 0)
+                np.matmul(KCf, KCf.T, out=h)
+                h *= 2.0
+        np.multiply(Kf, n, out=tmp[:m, :m])
+        h -= tmp[:m, :m]
+        h *= Kf
+        hd = h.diagonal().copy()
+        _, xs, info = lapack.dposv(h.T, gs, lower=1, overwrite_a=1)
+        if info != 0:  # not convex on the free block: a scaled gradient step
+            kf = kd if idx is None else kd[idx]
+            xs = gs / np.maximum(hd, 1e-3 * n * kf**2)
+            has_factor = False
+        else:
+            has_factor, free_prev = True, free
+        if idx is None:
+            step = xs
+        else:
+            step = np.zeros(d)
+            step[idx] = xs
+        dec = g @ step
+        if not dec > tol:
             break
-    return v, logdet, K, (KPK if C is None else None), KC, tkp
+        small_step = dec <= math.sqrt(rtol) * scale
+        # backtracking line search; a task that cannot decrease f in 20 halvings
+        # is at rounding level: it stops
+        t = 1.0
+        for _ in range(20):
+            v_new = np.minimum(np.maximum(v - t * step, lo), 1.0)
+            ld = _inverse(Kt, s2G, v_new, lower)
+            tk = trace_kp(Kt, kc)
+            f_new = n * ld + tk
+            if f_new <= f:
+                v[:], logdet, tkp, f = v_new, ld, tk, f_new
+                np.copyto(K, Kt)
+                if C is not None:
+                    np.copyto(KC, kc)
+                kd, kpkd = diagonals()
+                break
+            t *= 0.5
+        else:
+            break
+    return logdet, tkp

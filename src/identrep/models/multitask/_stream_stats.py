@@ -16,12 +16,13 @@ import numpy as np
 
 from identrep.exceptions import DataError
 from identrep.models.multitask._stats import TaskStats, power_of_two_unit
-from identrep.utils.validation import check_array, encode_task_ids
+from identrep.utils.validation import _plain, check_array, encode_task_ids
 
 __all__ = [
     "StatisticsAccumulator",
     "array_statistics",
     "chunk_statistics",
+    "wide_statistics",
     "dask_task_statistics",
     "is_dask_collection",
     "table_chunks",
@@ -261,6 +262,74 @@ def array_statistics(X, y, task_ids, *, chunk_rows: int = 65536):
         acc.n_rows += stop - start
     stats, labels = acc.result()
     return stats, np.asarray(labels, dtype=np.result_type(*dtypes))
+
+
+def wide_statistics(X, Y, *, chunk_rows: int = 65536):
+    """Per-task statistics of the wide layout (``Y`` of shape (n, T), NaN =
+    unobserved) in one chunked pass.
+
+    The checks of :func:`~identrep.utils.validation.check_multitask` for the wide
+    layout (shapes, finite ``X``, no infinite ``Y``, one column per task) without
+    its per-observation arrays (int64 row and task indices of every observed entry,
+    a sort of all of them): each chunk of rows is turned into its own observations,
+    task by task, and merged into a :class:`StatisticsAccumulator`, so the memory
+    beyond the input is O(T p^2) plus one chunk. Units as in
+    :func:`array_statistics` (powers of two above max |X| and max |Y| over the
+    observed entries).
+
+    Returns
+    -------
+    (TaskStats, tasks)
+        Tasks in column order: ``Y``'s column names (a DataFrame) or 0..T-1.
+    """
+    columns = getattr(Y, "columns", None)
+    X = check_array(X, "X")
+    n, p = X.shape
+    Y = check_array(np.asarray(Y.to_numpy() if hasattr(Y, "to_numpy") else Y), "Y",
+                    allow_nan=True)  # fmt: skip
+    if Y.shape[0] != n:
+        raise DataError(f"Y must have one row per row of X ({n}); got shape {Y.shape}.")
+    T = Y.shape[1]
+    tasks = np.asarray(columns) if columns is not None else np.arange(T)
+    names, counts = np.unique(tasks.astype(str), return_counts=True)
+    if (counts > 1).any():
+        raise DataError(
+            f"Y has duplicate column names {[str(c) for c in names[counts > 1][:5]]}: "
+            "every task needs a column of its own. Rename or merge the duplicated "
+            "columns."
+        )
+    # a chunk's observations (rows x T, each with p features) and scatters bounded
+    rows = max(1, min(int(chunk_rows), _CHUNK_ENTRIES // (p * max(T, p))))
+    peak = 0.0  # max |Y| over the observed entries
+    for start in range(0, n, rows):
+        part = np.abs(Y[start : start + rows])
+        if not np.isnan(part).all():
+            peak = max(peak, float(np.nanmax(part)))
+    acc = StatisticsAccumulator(
+        power_of_two_unit(X, chunk_rows), power_of_two_unit(np.array([peak]))
+    )
+    for start in range(0, n, rows):
+        Yc = Y[start : start + rows]
+        tid, r = np.nonzero(~np.isnan(Yc.T))  # task-major, rows ascending
+        if not len(r):
+            continue
+        labels, codes, counts = np.unique(tid, return_inverse=True, return_counts=True)
+        part = _coded_statistics(
+            X[start : start + rows][r], Yc[r, tid], labels, codes.reshape(-1),
+            counts, acc.x_unit, acc.y_unit,
+        )  # fmt: skip
+        acc._merge_part(*part)
+        acc.n_rows += len(Yc)
+    if not acc._labels:
+        raise DataError("Y has no observed entry: every value is NaN.")
+    stats, present = acc.result()
+    if len(present) < T:  # a task with no observation at all
+        missing = np.setdiff1d(np.arange(T), present)[0]
+        raise DataError(
+            f"Every task needs at least 2 observed samples; task "
+            f"{_plain(tasks[missing])} has 0. Drop such tasks or gather more samples."
+        )
+    return stats, tasks
 
 
 def _partition_accumulator(X, y, t, x_unit, y_unit):

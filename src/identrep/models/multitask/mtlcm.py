@@ -26,6 +26,7 @@ from identrep.models.multitask._stream_stats import (
     array_statistics,
     dask_task_statistics,
     is_dask_collection,
+    wide_statistics,
 )
 from identrep.utils._param_validation import Interval, StrOptions
 from identrep.utils.numerics import CAUSAL_THRESHOLD, causal_mask
@@ -324,11 +325,12 @@ class MTLCM(TaskTargetsMixin, IdentrepEstimator):
             )
             _check_streamed(stats, tasks)
             return self._fit_statistics(stats, tasks, X, t_start)
-        data = check_multitask(X, y, task_ids, min_samples=2)
-        stats = task_statistics(
-            data, chunk_size=int(self.chunk_size), x_unit=None, y_unit=None
-        )
-        return self._fit_statistics(stats, data.tasks, X, t_start)
+        if np.ndim(y) != 2:  # the long layout's message: task_ids is required
+            check_multitask(X, y, task_ids, min_samples=2)
+        # wide layout: chunked, no per-observation indices
+        stats, tasks = wide_statistics(X, y, chunk_rows=int(self.chunk_size))
+        _check_streamed(stats, tasks)
+        return self._fit_statistics(stats, tasks, X, t_start)
 
     def _fit_statistics(self, stats, tasks, X_raw, t_start):
         """Everything after the statistics (shared by fit, fit_chunks and Dask)."""

@@ -73,20 +73,15 @@ class MTRN(
       (wide layout, all tasks predicted at once, unobserved entries masked). With
       ``refit_heads=True`` the heads are also replaced after every epoch by their
       exact ridge solution on all training observations given the current
-      features (a block-coordinate step). Gradient descent on the bilinear
-      product of heads and features otherwise stalls at saddles where one feature
-      direction is unused by every head (its head column and its signal both
-      ~0): on a 5-latent problem (100 tasks x 100 samples, 30 observed) 6 of 10
-      seeds ended at weak MCC 0.81-0.89 (one canonical correlation ~0.2, still
-      there after 400 epochs), while with the refit all 10 reached >= 0.995.
+      features (a block-coordinate step). Without it, gradient descent stalls at
+      saddles where one feature direction is unused by every head: on a 5-latent
+      problem (100 tasks x 100 samples) 6 of 10 seeds ended at weak MCC 0.81-0.89
+      (still after 400 epochs); with the refit all 10 reached >= 0.995.
     * ``"ridge"``: per-task ridge regression solved in closed form on each minibatch
-      and differentiated through (MetaOptNet; the inner ridge of Lachapelle et al.,
-      2023). Minibatches then hold whole tasks (long layout; tasks larger than
-      ``batch_size`` are split), so each task's head is solved on many samples.
-      After training, the heads are solved once on all the data. On the paper's
+      of whole tasks and differentiated through (MetaOptNet; the inner ridge of
+      Lachapelle et al., 2023), then solved once on all the data. On the paper's
       Table 2 process (seed 0) ridge heads stopped at weak MCC 0.917 against
-      0.968 for the default joint heads, insensitive to ``ridge_alpha`` (1e-7 to
-      1e-1) and batch size; on small problems (5 latents) both reach >= 0.995.
+      0.968 for the joint heads, whatever ``ridge_alpha`` (1e-7 to 1e-1).
     * ``"group_lasso"``: per-task lasso heads (penalty ``l1_reg`` times lambda_max)
       solved on each batch of whole tasks and differentiated implicitly on their
       support, with the features batch-normalised (no affine) so the penalty
@@ -167,6 +162,8 @@ class MTRN(
         Clip the gradient norm to this value.
     weight_decay : float, default=0.0
         Adam weight decay.
+    max_time : float, optional
+        Wall-clock budget of the training in seconds (see ``fit_module``).
     device : str, default="cpu"
         Torch device ("cuda", or "auto" for CUDA when available).
     dtype : {"float32", "float64"}, default="float32"
@@ -243,6 +240,7 @@ class MTRN(
                 "val_fraction",
                 "grad_clip",
                 "weight_decay",
+                "max_time",
             )
         },
         "device": ["device"],
@@ -273,6 +271,7 @@ class MTRN(
         val_fraction: float = 0.1,
         grad_clip: float | None = None,
         weight_decay: float = 0.0,
+        max_time: float | None = None,
         device: str = "cpu",
         dtype: str = "float32",
         random_state: Seed = None,
@@ -297,6 +296,7 @@ class MTRN(
         self.val_fraction = val_fraction
         self.grad_clip = grad_clip
         self.weight_decay = weight_decay
+        self.max_time = max_time
         self.device = device
         self.dtype = dtype
         self.random_state = random_state

@@ -268,14 +268,16 @@ def sparse_vae_loss(
     lambda1: float,
     noise_prior: tuple[float, float] | None = None,
     penalty_weight: float = 1.0,
+    kl_weight: float = 1.0,
 ) -> tuple[Tensor, int]:
     """The Sparse VAE objective per datum, with one reparameterised z per row.
 
-    ``mean_i [-log p(x_i | z_i, W) + KL(q(z | x_i) || N(0, I))]
+    ``mean_i [-log p(x_i | z_i, W) + kl_weight KL(q(z | x_i) || N(0, I))]
     + [ssl_penalty(W, p*) - log InvGamma(sigma^2; noise_prior)] / n_data``:
     the minibatch estimate of (negative log-joint of the data set) / N, the
-    likelihood summed over features and the KL over latents (a proper ELBO, unlike
-    the authors' per-entry averages). ``p*`` is the module's current E-step.
+    likelihood summed over features and the KL over latents (a proper ELBO at
+    ``kl_weight = 1``, unlike the authors' per-entry averages). ``p*`` is the
+    module's current E-step.
 
     Parameters
     ----------
@@ -288,6 +290,8 @@ def sparse_vae_loss(
         Inverse-gamma prior of the Gaussian noise variances (None: flat).
     penalty_weight : float, default=1.0
         Multiplies the W penalty (0 during the SSL warm-up).
+    kl_weight : float, default=1.0
+        Multiplies the KL term (1: the ELBO; 1 / K: the authors' loss scaling).
 
     The KL is to N(0, I), or to N(0, Sigma) when the module learns the prior
     correlation (:func:`kl_to_correlated_prior`).
@@ -311,6 +315,8 @@ def sparse_vae_loss(
         )
     else:
         kl = kl_to_correlated_prior(mean, log_var, L)
+    if kl_weight != 1.0:
+        kl = kl_weight * kl
     reg = penalty_weight * ssl_penalty(
         module.decoder.W, module.p_star, lambda0, lambda1
     )

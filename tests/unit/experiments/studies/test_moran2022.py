@@ -26,9 +26,17 @@ def test_grids_follow_the_papers_tables_and_quick_budgets(tmp_path, monkeypatch)
     monkeypatch.setattr(t1b_mod, "load_abstracts", _fake_corpus)
     monkeypatch.setattr(t2_mod, "load_abstracts", _fake_corpus)
     t4 = get_study("moran2022_table4")
-    assert t4.models == ("SparseVAE", "VAE", "NMF", "VSC", "OIVAE", "VAE_KL1overK")
+    assert t4.models == (
+        "SparseVAE",
+        "VAE",
+        "NMF",
+        "VSC",
+        "OIVAE",
+        "VAE_KL1overK",
+        "SVAE_KL1overK",
+    )
     full = t4.grid()
-    assert len(full) == 30 and {c.seed for c in full} == set(range(5))
+    assert len(full) == 35 and {c.seed for c in full} == set(range(5))
     assert {c.prior_weight for c in full} == {1.0}
     c = full[0]
     assert (c.n_latents, c.hidden, c.n_layers, c.max_epochs, c.batch_size) == (
@@ -39,16 +47,17 @@ def test_grids_follow_the_papers_tables_and_quick_budgets(tmp_path, monkeypatch)
         512,
     )
     quick = t4.grid(quick=True)
-    assert len(quick) == 6 and all(
+    assert len(quick) == 7 and all(
         q.max_epochs == 3 and q.n_rows == 1500 for q in quick
     )
     assert {q.n_latents for q in t4.grid(n_latents=7, models=["VAE"])} == {7}
     t1b = get_study("moran2022_table1b")
-    assert t1b.models == (*MODELS, "LDA", "VAE_KL1overK") and len(t1b.grid()) == 40
+    variants = ("VAE_KL1overK", "SVAE_KL1overK")
+    assert t1b.models == (*MODELS, "LDA", *variants) and len(t1b.grid()) == 45
     t2 = get_study("moran2022_table2")
     g2 = t2.grid()
-    assert len(g2) == 120 and {c.sigma_pct for c in g2} == {50, 100, 300}
-    assert len(t2.grid(quick=True)) == 24 and all(c.lr == 1e-2 for c in g2)
+    assert len(g2) == 135 and {c.sigma_pct for c in g2} == {50, 100, 300}
+    assert len(t2.grid(quick=True)) == 27 and all(c.lr == 1e-2 for c in g2)
     # MovieLens present (a generated file in the 100K format): 1a's grid
     folder = tmp_path / "movielens" / "ml-100k"
     folder.mkdir(parents=True)
@@ -358,6 +367,18 @@ def test_sparse_vae_prior_weight_and_the_kl_variant_row():
         == mo.BETA
     )
     assert "VAE_KL1overK" in mo.SETTINGS_NOTE
+    # the Sparse VAE at the same KL weight: kl_weight = 1/K, the tables' prior
+    # weight, every other setting as the SparseVAE row
+    svar = mo.make_estimator(
+        _tiny("SVAE_KL1overK", "moran2022_table1b"), 7, "categorical"
+    )
+    srow = mo.make_estimator(_tiny("SparseVAE", "moran2022_table1b"), 7, "categorical")
+    assert type(svar).__name__ == "SparseVAE" and srow.kl_weight == 1.0
+    assert svar.kl_weight == pytest.approx(1.0 / svar.n_latents)
+    assert {k: v for k, v in svar.get_params().items() if k != "kl_weight"} == {
+        k: v for k, v in srow.get_params().items() if k != "kl_weight"
+    }
+    assert "SVAE_KL1overK" in mo.SETTINGS_NOTE
 
 
 def test_dense_input_only_where_sparse_is_not_declared():

@@ -110,3 +110,8 @@ def test_cpu_task_loop_equals_batched_solve(monkeypatch, n, d):
         assert f1 == pytest.approx(f2, rel=1e-12)
         np.testing.assert_allclose(g1.numpy(), g2.numpy(), rtol=1e-8, atol=1e-10)
         np.testing.assert_allclose(v1.numpy(), v2.numpy(), atol=1e-9)
+    # the loop's Newton systems are gathered on the free block (variances not at a
+    # bound): every task here has variances at a bound, and some have free ones
+    v = results[0][0][2]
+    at_bound = ((v <= SIGMA_S**2) | (v >= 1.0)).sum(1)
+    assert (at_bound > 0).all() and (at_bound < d).any()

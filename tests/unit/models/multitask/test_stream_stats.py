@@ -133,3 +133,63 @@ def test_streamed_input_errors():
         ir.MTLCM().fit_chunks([(X * np.nan, y, t)])
     with pytest.raises(ir.exceptions.DataError, match="same number of features"):
         ir.MTLCM().fit_chunks([(X, y, t), (X[:, :2], y, t)])
+
+
+@pytest.fixture(scope="module")
+def wide(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(150, 5)) * 4.0 + 20.0
+    Y = X[:, :3] @ rng.normal(size=(3, 6)) + rng.normal(size=(150, 6))
+    Y[rng.random(Y.shape) < 0.3] = np.nan  # each task observed on its own rows
+    Y[:40, 2] = np.nan
+    return X, Y
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 7, 64, 65536])
+def test_wide_statistics_equal_the_per_observation_path(wide, chunk_rows):
+    from identrep.models.multitask._stream_stats import wide_statistics
+
+    X, Y = wide
+    got, tasks = wide_statistics(X, Y, chunk_rows=chunk_rows)
+    ref = _reference(X, Y, None)
+    assert got.x_unit == ref.x_unit and got.y_unit == ref.y_unit
+    _assert_equal(got, ref, 1e-12)
+    np.testing.assert_array_equal(tasks, np.arange(6))
+
+
+def test_wide_statistics_keep_the_column_order_and_check_the_input(wide):
+    import pandas as pd
+
+    from identrep.exceptions import DataError
+    from identrep.models.multitask._stream_stats import wide_statistics
+
+    X, Y = wide
+    cols = ["mu", "alpha", "homo", "lumo", "gap", "r2"]  # not in sorted order
+    got, tasks = wide_statistics(X, pd.DataFrame(Y, columns=cols))
+    assert tasks.tolist() == cols
+    _assert_equal(got, _reference(X, Y, None), 1e-12)
+    with pytest.raises(DataError, match="duplicate column names"):
+        wide_statistics(X, pd.DataFrame(Y, columns=cols[:5] + ["mu"]))
+    Y0 = Y.copy()
+    Y0[:, 4] = np.nan
+    with pytest.raises(DataError, match="task 4 has 0"):
+        wide_statistics(X, Y0)
+    with pytest.raises(DataError, match="one row per row of X"):
+        wide_statistics(X, Y[:-1])
+    Yi = Y.copy()
+    Yi[3, 1] = np.inf
+    with pytest.raises(DataError, match="Y"):
+        wide_statistics(X, Yi)
+    with pytest.raises(DataError, match="no observed entry"):
+        wide_statistics(X, np.full_like(Y, np.nan))
+
+
+def test_mtlcm_wide_fit_equals_the_long_fit(wide):
+    X, Y = wide
+    rows, tids = np.nonzero(~np.isnan(Y))
+    wide_fit = ir.MTLCM(n_latents=3, random_state=0).fit(X, Y)
+    long_fit = ir.MTLCM(n_latents=3, random_state=0).fit(
+        X[rows], Y[rows, tids], task_ids=tids
+    )
+    assert wide_fit.log_likelihood_ == pytest.approx(long_fit.log_likelihood_, rel=1e-9)
+    np.testing.assert_allclose(wide_fit.transform(X), long_fit.transform(X), atol=1e-7)

@@ -1,0 +1,155 @@
+"""Rebuild Table 3's report from a study folder plus rows kept from an earlier
+report whose latents are gone.
+
+``identrep report DIR`` needs every run's stored latents to score seeds against
+each other. The MTLCM runs at d = 5-40 of ``docs/results/table3_report.md`` were
+measured in a folder that no longer exists: their per-run rows survive in
+``table3_results.csv`` and their cross-seed MCCs (x100, two decimals) in the
+report's table. This script takes the runs of ``--run`` (records and latents, as
+``identrep report`` does), adds the kept models' rows of the old CSV for the
+configurations ``--run`` lacks, with the old report's cross-seed numbers, and
+writes ``report.md``, ``report.tex``, ``results.csv`` and ``plots/`` to ``--out``
+through the study's own report code. It then checks that every kept row of the
+old report appears unchanged in the new one, and fails if not. Run from the
+repository root, e.g.::
+
+    PYTHONPATH=src python benchmarks/table3_merge_report.py --run /tmp/t3 \\
+        --old-csv docs/results/table3_results.csv \\
+        --old-report docs/results/table3_report.md --keep MTLCM --out /tmp/merged
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from identrep.experiments.io import atomic_write_text, load_records
+from identrep.experiments.registry import get_study
+from identrep.experiments.report import (
+    build_latex,
+    build_report,
+    cross_seed_summary,
+    records_to_frame,
+)
+
+_PM = re.compile(r"^(-?[0-9.]+) ± ([0-9.]+)$")
+_CROSS = {
+    "MTRN weak MCC across seeds ×100": "cross_seed_weak_mcc",
+    "strong MCC across seeds (latents) ×100": "cross_seed_mcc",
+}
+
+
+def _table_rows(text: str) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the report's first markdown table."""
+    lines = [ln for ln in text.splitlines() if ln.startswith("| model |")]
+    if not lines:
+        raise ValueError("The old report has no '| model | ...' table.")
+    start = text.splitlines().index(lines[0])
+    body = []
+    for ln in text.splitlines()[start + 2 :]:
+        if not ln.startswith("|"):
+            break
+        body.append([c.strip() for c in ln.strip("|").split("|")])
+    return [c.strip() for c in lines[0].strip("|").split("|")], body
+
+
+def old_cross_seed(text: str, keep: set[str], old: pd.DataFrame) -> pd.DataFrame:
+    """Cross-seed mean and std (fractions) of the kept models, parsed from the old
+    report, keyed on the study's group fields (filled from the old CSV)."""
+    head, body = _table_rows(text)
+    keys = ["table", "model", *get_study("table3").report.group]
+    rows = []
+    for cells in body:
+        row = dict(zip(head, cells, strict=True))
+        if row["model"] not in keep:
+            continue
+        d = int(row["n_latents"])
+        first = old[(old["model"] == row["model"]) & (old["n_latents"] == d)]
+        if not len(first):
+            raise ValueError(f"{row['model']} d={d} is in the report, not the CSV.")
+        out = {k: first.iloc[0][k] for k in keys}
+        for col, metric in _CROSS.items():
+            m = _PM.match(row[col])
+            if m:
+                out[f"{metric}_mean"] = float(m.group(1)) / 100
+                out[f"{metric}_std"] = float(m.group(2)) / 100
+        rows.append(out)
+    return pd.DataFrame(rows)
+
+
+def _absent(frame: pd.DataFrame, have: set) -> list[bool]:
+    """Rows whose (model, n_latents) the new runs do not have."""
+    pairs = zip(frame["model"], frame["n_latents"], strict=True)
+    return [(m, int(d)) not in have for m, d in pairs]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--run", required=True, help="table3 folder: records/, latents/")
+    ap.add_argument("--old-csv", required=True)
+    ap.add_argument("--old-report", required=True)
+    ap.add_argument("--keep", nargs="+", default=["MTLCM"])
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    keep = set(args.keep)
+
+    records = load_records(args.run)
+    new = records_to_frame(records)
+    cross_new = cross_seed_summary(records, args.run)
+    have = {(m, int(d)) for m, d in zip(new["model"], new["n_latents"], strict=True)}
+    old = pd.read_csv(args.old_csv)
+    old = old[old["model"].isin(keep)]
+    old = old[_absent(old, have)]
+    old_text = Path(args.old_report).read_text(encoding="utf-8")
+    cross_old = old_cross_seed(old_text, keep, old)
+    cross_old = cross_old[_absent(cross_old, have)]
+
+    spec = get_study("table3").report
+    df = pd.concat([new, old], ignore_index=True)
+    df = df.sort_values(["table", "model", *spec.sort, "seed"]).reset_index(drop=True)
+    cross = pd.concat([cross_new, cross_old], ignore_index=True)
+    text, summ = build_report(df, cross)
+
+    from identrep.experiments.plots import plot_summary
+
+    paths = plot_summary(summ, out / "plots")
+    figures = "".join(f"\n![{p.stem}](plots/{p.name})\n" for p in paths)
+    failed = sorted(
+        (r["run_id"], r["error"]) for r in records if r.get("status") == "failed"
+    )
+    if failed:
+        text += f"\n## Failed runs ({len(failed)})\n\n" + "".join(
+            f"- `{rid}`: {err}\n" for rid, err in failed
+        )
+    header = (
+        "# identrep results\n\nRebuilt with `benchmarks/table3_merge_report.py`: "
+        f"the records in `records/` plus the {', '.join(sorted(keep))} rows at "
+        f"n_latents {', '.join(str(int(d)) for d in sorted(set(old['n_latents'])))} "
+        "kept from the previous report (their latents are not stored).\n\n"
+    )
+    atomic_write_text(out / "report.md", header + text + figures)
+    atomic_write_text(out / "report.tex", build_latex(summ))
+    atomic_write_text(out / "results.csv", df.to_csv(index=False))
+
+    # every kept row of the old report's first table, unchanged
+    new_lines = set(text.splitlines())
+    kept = [
+        ln
+        for ln in old_text.splitlines()
+        if ln.startswith("| ")
+        and ln.split("|")[1].strip() in keep
+        and int(ln.split("|")[2]) in set(old["n_latents"])
+    ]
+    missing = [ln for ln in kept if ln not in new_lines]
+    if missing:
+        raise SystemExit("Kept rows changed:\n" + "\n".join(missing))
+    print(f"{len(kept)} kept rows unchanged; report in {out / 'report.md'}")
+
+
+if __name__ == "__main__":
+    main()
