@@ -51,11 +51,11 @@ def test_sparse_vae_recovers_factors_and_exact_support_at_rho_08():
     assert scores["exact_support"] == 1.0  # observed: exact (F = 1.00)
     assert scores["empty_rows"] == 0.0
     # no feature cut off from the latents: no row of W at or under 5 % of its
-    # largest mask (observed 0; the smallest row was 0.16-0.48 of the largest
-    # in 16 restarts at rho 0.8, docs/notes.md, branch wt-svae-syn4), and every
+    # largest mask (observed 0; the smallest row was 0.16-0.50 of the largest
+    # in 48 restarts at rho 0.8, docs/notes.md, branch wt-svae-syn4), and every
     # feature reconstructed: held-out R^2 of the worst one observed 0.816; a
-    # fitted x1 = z1 + noise sits near 1 / 1.25 = 0.8 (0.79-0.82 in the good
-    # fits), a fit that leaves a latent unused reaches 0.58-0.61 and a
+    # fitted x1 = z1 + noise sits near 1 / 1.25 = 0.8 (0.79-0.82 in the kept
+    # fits), a fit that leaves a latent unused reaches 0.58-0.62 and a
     # collapsed feature about 0
     assert scores["collapsed_rows"] == 0.0
     assert scores["min_feature_r2"] > 0.7
