@@ -111,8 +111,9 @@ def produce_reproduce() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         args = ["reproduce", "table1", "--quick", "--models", "MTLCM", "--out"]
         res = _identrep(*args, str(Path(tmp) / "t1"))
+        err = res.stderr.rstrip().replace(str(Path(tmp) / "t1"), "results/t1")
     shown = " ".join(args[:-1]) + " --out results/t1"
-    return _fenced(f"$ identrep {shown}\n{res.stderr.rstrip()}")
+    return _fenced(f"$ identrep {shown}\n{err}")
 
 
 QUICK_STUDIES = ("table1", "table2", "table3", "qm9")
