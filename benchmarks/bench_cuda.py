@@ -28,8 +28,12 @@ import identrep as ir
 CONFIGS = [(200, 100, 20), (200, 100, 100), (10000, 20, 20), (10000, 20, 100)]
 
 
+#: torch's host threads at start: CUDA fits keep them, CPU fits use one
+_THREADS = torch.get_num_threads()
+
+
 def fit(data, device: str, **params) -> dict:
-    torch.set_num_threads(1 if device == "cpu" else torch.get_num_threads())
+    torch.set_num_threads(1 if device == "cpu" else _THREADS)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

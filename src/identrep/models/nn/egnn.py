@@ -463,7 +463,7 @@ def per_molecule(net: EGNNExtractor, x_flat: Tensor) -> Tensor:
     outs = []
     for f, p, m in zip(feats, pos, mask, strict=True):
         f, p = f[m][None], p[m][None]
-        keep = torch.ones(p.shape[:2], dtype=torch.bool)
+        keep = torch.ones(p.shape[:2], dtype=torch.bool, device=p.device)
         h, edge_attr = net.embed(f), None
         if net.n_rbf:
             d = torch.sqrt((p[:, :, None] - p[:, None]).square().sum(-1) + 1e-12)
