@@ -56,6 +56,7 @@ def test_get_params_and_clone():
     assert set(params) == {
         "n_latents",
         "sigma_s",
+        "sigma_s_grid",
         "sigma_obs",
         "gamma_bound",
         "init",
@@ -470,8 +471,8 @@ _POS_INT = r"an int in the range \[1, inf\)"
 @pytest.mark.parametrize(
     "params,allowed",
     [
-        (dict(sigma_s=0), r"a float in the range \(0, 1\)"),
-        (dict(sigma_s=1.0), r"a float in the range \(0, 1\)"),
+        (dict(sigma_s=0), r"a float in the range \(0, 1\) or a str among \{'auto'\}"),
+        (dict(sigma_s=1.0), r"a float in the range \(0, 1\) or a str among \{'auto'\}"),
         (dict(sigma_obs=0.0), r"a float in the range \(0, inf\)"),
         (dict(n_init=0), _POS_INT),
         (dict(n_init=True), _POS_INT),
