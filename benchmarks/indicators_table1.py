@@ -31,6 +31,13 @@ model is fitted at each sigma_s on a seeded 1 - ``--val-frac`` of every task's
 rows, the sigma_s with the highest held-out log-likelihood (``MTLCM.score`` on
 the other rows) is chosen, and the full-data free fit at that sigma_s is reported.
 
+A variant's SIGMA_S may be ``auto`` (e.g. ``--variants free:auto``): the library's
+``MTLCM(sigma_s="auto")``, which chooses sigma_s from ``sigma_s_grid`` (default
+0.1, 0.03, 0.01) by held-out likelihood on its own seeded 80/20 split of every
+task's rows and refits on all rows; its row reports the chosen value
+(``sigma_s``), the held-out scores (``heldout``) and the CPU time of the whole
+selection and refit (``cpu_s``); its bound is computed at the chosen value.
+
 A summary (one line per configuration and variant, ranges over the seeds, and
 whether every seed is within 1 point of its A = truth bound) ends the output.
 Run from the repository root, e.g.::
@@ -174,10 +181,11 @@ def study_problem(d, k, seed):
 
 
 def parse_variant(text):
-    """'free:0.1' -> (None, 0.1); '1.5:0.03' -> (1.5, 0.03) (gamma_bound, sigma_s)."""
+    """'free:0.1' -> (None, 0.1); '1.5:0.03' -> (1.5, 0.03); 'free:auto' ->
+    (None, 'auto') (gamma_bound, sigma_s)."""
     try:
         gb, s = text.split(":")
-        return (None if gb == "free" else float(gb)), float(s)
+        return (None if gb == "free" else float(gb)), (s if s == "auto" else float(s))
     except ValueError as exc:
         raise SystemExit(
             f"--variants: expected GAMMA_BOUND:SIGMA_S with GAMMA_BOUND 'free' or a "
@@ -187,7 +195,7 @@ def parse_variant(text):
 
 def variant_label(gamma_bound, sigma_s):
     kind = "free" if gamma_bound is None else f"B={gamma_bound:g}"
-    return f"{kind}, sigma_s {sigma_s:g}"
+    return f"{kind}, sigma_s {sigma_s if isinstance(sigma_s, str) else f'{sigma_s:g}'}"
 
 
 # ------------------------------------------------------------------ one fit
@@ -223,9 +231,13 @@ def evaluate(prob, model, cpu_s, alpha):
     data, truth, d = prob.data, prob.data.causal, prob.d
     Zh = model.transform(data.X)
     match = match_latents(data.Z, Zh)
-    row = {"d": d, "k": prob.k, "seed": prob.seed, "sigma_s": model.sigma_s}
+    sigma_s = model.sigma_s_  # the fit's value ("auto": the chosen one)
+    row = {"d": d, "k": prob.k, "seed": prob.seed, "sigma_s": sigma_s}
     row["gamma_bound"] = model.gamma_bound
     row["variant"] = variant_label(model.gamma_bound, model.sigma_s)
+    if model.sigma_s_scores_ is not None:  # sigma_s="auto": the held-out scores
+        grid, sc = model.sigma_s_grid, model.sigma_s_scores_
+        row["heldout"] = {f"{s:g}": float(v) for s, v in zip(grid, sc, strict=True)}
     row["cpu_s"] = round(cpu_s, 2)
     row["converged"], row["n_iter"] = bool(model.converged_), int(model.n_iter_)
     row["mcc"] = mcc(data.Z, Zh)
@@ -246,10 +258,10 @@ def evaluate(prob, model, cpu_s, alpha):
     ]
     # the issue's upper bound: the free solve at the true mixing, this sigma_s
     for name, scales in (("ub", False), ("ubs", True)):
-        sc = prob.bound(model.sigma_s, model.sigma_obs, scales)
+        sc = prob.bound(sigma_s, model.sigma_obs, scales)
         row.update({f"{name}_{m}": sc[m] for m in ("accuracy", "precision", "recall")})
     if model.gamma_bound is not None:  # the same with the fit's own bounded solve
-        sc = prob.bound(model.sigma_s, model.sigma_obs, False, model.gamma_bound)
+        sc = prob.bound(sigma_s, model.sigma_obs, False, model.gamma_bound)
         row["ubb_accuracy"] = sc["accuracy"]
     row["gap"] = row["fit_accuracy"] - row["ub_accuracy"]
     # the CI test on the recovered latents, in the fitted latents' order
@@ -382,7 +394,7 @@ def summary(rows, tol=0.01):
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (k, d, name), rs in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1])):
-        if name.startswith("held-out"):
+        if name.startswith("held-out") or name.endswith("auto"):
             name += " " + "/".join(f"{r['sigma_s']:g}" for r in rs)
         gaps = [r["gap"] for r in rs]
         cells = [str(k), str(d), name, str(len(rs))]
@@ -395,6 +407,41 @@ def summary(rows, tol=0.01):
         cells.append("yes" if met == len(rs) else f"no ({len(rs) - met} of {len(rs)})")
         cells.append(_rng([r["ci_agree_fit"] for r in rs]))
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def gap_table(rows, variants, tol=0.01):
+    """Markdown, one line per configuration: for each variant (labels as in
+    ``variant_label``) the mean gap to the A = truth bound in points, the worst
+    seed and the seeds more than ``tol`` below it; the sigma_s of each seed and
+    the mean CPU s per fit of each variant."""
+    head = ["k", "d"] + [f"{v}: gap (worst) [misses]" for v in variants]
+    head += ["sigma_s per seed, " + v for v in variants if v.endswith("auto")]
+    head += ["CPU s per fit, " + " / ".join(variants)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    configs = sorted({(r["k"], r["d"]) for r in rows})
+    for k, d in configs:
+        cells, chosen, cpu = [str(k), str(d)], [], []
+        for v in variants:
+            rs = sorted(
+                (r for r in rows if (r["k"], r["d"], r["variant"]) == (k, d, v)),
+                key=lambda r: r["seed"],
+            )
+            if not rs:
+                cells.append("")
+                cpu.append("")
+                chosen += [""] if v.endswith("auto") else []
+                continue
+            g = [100 * r["gap"] for r in rs]
+            miss = sum(x < -100 * tol for x in g)
+            cells.append(
+                f"{np.mean(g):+.2f} ({min(g):+.2f}) [{miss}/{len(g)}]"
+                + (" **miss**" if miss else "")
+            )
+            cpu.append(f"{np.mean([r['cpu_s'] for r in rs]):.1f}")
+            if v.endswith("auto"):
+                chosen.append(" ".join(f"{r['sigma_s']:g}" for r in rs))
+        lines.append("| " + " | ".join(cells + chosen + [" / ".join(cpu)]) + " |")
     return "\n".join(lines)
 
 
@@ -419,7 +466,7 @@ def main(argv=None):
         "--variants",
         nargs="+",
         default=None,
-        help="GAMMA_BOUND:SIGMA_S fits per data set, e.g. free:0.1 1.5:0.03 "
+        help="GAMMA_BOUND:SIGMA_S fits per data set, e.g. free:0.1 1.5:0.03 free:auto "
         "(overrides --sigma-s and --gamma-bound)",
     )
     ap.add_argument(
@@ -439,6 +486,13 @@ def main(argv=None):
         default=None,
         help="fit nothing: summarise the rows of these --json files",
     )
+    ap.add_argument(
+        "--gap-table",
+        nargs="+",
+        default=None,
+        help="with --rows-from: also print the gap to the bound per configuration "
+        "for these variants (GAMMA_BOUND:SIGMA_S, e.g. free:0.1 free:0.03 free:auto)",
+    )
     args = ap.parse_args(argv)
     if args.rows_from:
         rows = []
@@ -446,6 +500,9 @@ def main(argv=None):
             with open(path) as fh:
                 rows += json.load(fh)
         _write_summary(rows, args.summary)
+        if args.gap_table:
+            labels = [variant_label(*parse_variant(v)) for v in args.gap_table]
+            print("\n" + gap_table(rows, labels))
         return
     variants = (
         [parse_variant(v) for v in args.variants]
