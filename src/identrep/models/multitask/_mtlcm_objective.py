@@ -238,6 +238,12 @@ def solve_indicators(
     return v, logdet, K, KPK, KC, (K * P).sum((1, 2))
 
 
+# the indicator solve's relative tolerance (rounding level) and, with
+# ``adaptive_tol``, its loosest value and the factor on the outer progress
+_INNER_RTOL = 1e-14
+_INNER_RTOL_MAX = 1e-8
+_ADAPT_FACTOR = 1.0
+
 # pivots of N_t below this fraction of its largest diagonal entry are rounding
 _RANK_TOL = 1e-13
 
@@ -286,7 +292,16 @@ class ProfiledObjective:
     """
 
     def __init__(
-        self, n, Sxx, sxy, syy, sigma_s: float, sigma_obs: float, d: int | None = None
+        self,
+        n,
+        Sxx,
+        sxy,
+        syy,
+        sigma_s: float,
+        sigma_obs: float,
+        d: int | None = None,
+        *,
+        adaptive_tol: bool = False,
     ):
         T, p, _ = Sxx.shape
         self.n, self.T, self.p = n, T, p
@@ -301,6 +316,36 @@ class ProfiledObjective:
         self.n_total = float(n.sum())
         self.v = None  # warm start of the indicator solve
         self._work = {}  # the CPU indicator solve's buffers, reused between calls
+        # adaptive_tol: the CPU task loop's inner tolerance follows the outer
+        # progress (:meth:`inner_rtol`); the batched solve always uses _INNER_RTOL
+        self.adaptive_tol = adaptive_tol
+        self._best = None  # the lowest value so far and its last relative gain
+        self._gain = None
+
+    def inner_rtol(self) -> float:
+        """The indicator solve's relative tolerance for the next evaluation.
+
+        Exact (``_INNER_RTOL``, the rounding level) unless ``adaptive_tol``. Then
+        it is ``_ADAPT_FACTOR`` times the last relative decrease of the lowest
+        value seen (L-BFGS's progress), squared, within [_INNER_RTOL,
+        _INNER_RTOL_MAX]: the value is then off by at most about that tolerance
+        and the gradient by about its square root (the indicators' distance from
+        their optimum), both small next to the outer step. In the final
+        evaluations the gain is below 1e-7 and the solve is exact.
+        """
+        if not self.adaptive_tol:
+            return _INNER_RTOL
+        if self._gain is None:  # no progress measured yet: far from the optimum
+            return _INNER_RTOL_MAX
+        rtol = (_ADAPT_FACTOR * self._gain) ** 2
+        return min(max(rtol, _INNER_RTOL), _INNER_RTOL_MAX)
+
+    def _record(self, f: float) -> None:
+        if self._best is None:
+            self._best = f
+        elif f < self._best:
+            self._gain = (self._best - f) / max(abs(f), 1.0)
+            self._best = f
 
     def __call__(self, A: Tensor, *, grad: bool = True):
         """Mean NLL per sample at A, its gradient (p, d) and the variances v."""
@@ -322,6 +367,7 @@ class ProfiledObjective:
         # the indicator solve and its gradient terms in blocks of tasks: the d x d
         # temporaries of the Newton steps stay O(block d^2), not O(T d^2)
         block = max(1, _BLOCK_ELEMENTS // (d * d))
+        rtol = self.inner_rtol() if _task_loop(G) else _INNER_RTOL
         v = torch.empty(T, d, dtype=A.dtype, device=A.device)
         logdetH = torch.empty(T, dtype=A.dtype, device=A.device)
         quad = A.new_zeros(())
@@ -333,7 +379,7 @@ class ProfiledObjective:
             Cb = None if C is None else C[b]
             Pb = None if P is None else P[b]
             v[b], logdetH[b], K, KPK, KC, tkp = solve_indicators(
-                n[b], Pb, G, self.lo, s2, v0, C=Cb, work=self._work
+                n[b], Pb, G, self.lo, s2, v0, C=Cb, work=self._work, rtol=rtol
             )
             quad = quad + tkp.sum()
             # contractions over the block: no (block, d, d) temporaries
@@ -343,7 +389,10 @@ class ProfiledObjective:
             elif grad:  # Z_t K_t = U_t (K_t C_t)^T, sum_t K_t P_t K_t = KCt^T KCt
                 KCt = KC.transpose(1, 2).reshape(-1, d)
                 ZK += _mm(self.U[:, a * r : b.stop * r], KCt)
-                Om += torch.tensordot(n[b], K, 1) - KCt.T @ KCt
+                nK = torch.tensordot(n[b], K, 1)
+                if _task_loop(G):  # the loop sets K's upper triangle only
+                    nK = nK.triu() + nK.triu(1).T
+                Om += nK - KCt.T @ KCt
             del K, KPK, KC
         self.v = v
         logdet_AtA = 2.0 * torch.log(torch.diagonal(Lg)).sum()
@@ -358,6 +407,7 @@ class ProfiledObjective:
         else:
             E = A.new_zeros(())
         f = 0.5 * ((n * (k + logdet_AtA + logdetH)).sum() + quad + E / s2)
+        self._record(float(f) / self.n_total)
         if not grad:
             return float(f) / self.n_total, None, v
         # dF/dA^+ = sum_t K_t Y_t (Y_t = Z_t^T) and dE/dA = -2 Q Q^T S A^{+T}

@@ -154,7 +154,9 @@ def refine(
     Tt = torch.as_tensor(T, dtype=torch.float64, device=dev)
     theta0 = np.linalg.solve(T, A0)
     if gamma_bound is None:
-        objective = ProfiledObjective(n, Sxx, sxy, syy, sigma_s, sigma_obs, d=d)
+        objective = ProfiledObjective(
+            n, Sxx, sxy, syy, sigma_s, sigma_obs, d=d, adaptive_tol=True
+        )
     else:
         objective = BoundedObjective(
             n, Sxx, sxy, syy, sigma_s, sigma_obs, float(gamma_bound)

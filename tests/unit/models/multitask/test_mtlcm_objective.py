@@ -115,3 +115,64 @@ def test_cpu_task_loop_equals_batched_solve(monkeypatch, n, d):
     v = results[0][0][2]
     at_bound = ((v <= SIGMA_S**2) | (v >= 1.0)).sum(1)
     assert (at_bound > 0).all() and (at_bound < d).any()
+
+
+def test_adaptive_inner_tolerance_follows_the_outer_progress():
+    """``adaptive_tol``: the first evaluation uses the loosest tolerance, later ones
+    (factor * the last relative gain of the lowest value)^2 within [1e-14, 1e-8];
+    without it the solve is always at the rounding level."""
+    from identrep.models.multitask import _mtlcm_objective as mo
+
+    st, A = _problem(T=4, n=30, p=6, d=6, seed=2)
+    exact = ProfiledObjective(*st, SIGMA_S, SIGMA_OBS)
+    adapt = ProfiledObjective(*st, SIGMA_S, SIGMA_OBS, adaptive_tol=True)
+    assert exact.inner_rtol() == mo._INNER_RTOL == 1e-14
+    assert adapt.inner_rtol() == mo._INNER_RTOL_MAX == 1e-8
+    # gains: none yet, 0.1 (rtol capped at 1e-8), 1e-5 (rtol 1e-10)
+    for f, want in [(-10.0, 1e-8), (-11.0, 1e-8), (-11.0 - 1.1e-4, 1e-10)]:
+        adapt._record(f)
+        assert adapt.inner_rtol() == pytest.approx(want, rel=1e-3)
+    adapt._record(-10.0)  # a worse value (a line-search trial): no change
+    assert adapt.inner_rtol() == pytest.approx(1e-10, rel=1e-3)
+    adapt._record((-11.0 - 1.1e-4) * (1 + 1e-8))  # gain below 1e-7: exact again
+    assert adapt.inner_rtol() == 1e-14
+
+
+def test_adaptive_tolerance_leaves_the_batched_solve_unchanged():
+    """Below _TASK_LOOP_MIN_D (and on CUDA) the batched solve keeps the rounding-
+    level tolerance: the same evaluations give bitwise the same results."""
+    st, A = _problem(T=6, n=12, p=10, d=10, seed=4)
+    exact = ProfiledObjective(*st, SIGMA_S, SIGMA_OBS, d=10)
+    adapt = ProfiledObjective(*st, SIGMA_S, SIGMA_OBS, d=10, adaptive_tol=True)
+    for step in (0.0, 0.05, 1e-3, 1e-6):
+        (f1, g1, v1), (f2, g2, v2) = exact(A + step), adapt(A + step)
+        assert f1 == f2
+        assert torch.equal(g1, g2) and torch.equal(v1, v2)
+
+
+@pytest.mark.parametrize("n", [40, 12])
+def test_adaptive_tolerance_in_the_task_loop(monkeypatch, n):
+    """In the CPU task loop (lowered to d = 16 here) a loose inner tolerance gives
+    a value above the exact one (it is a minimum over the indicators) by at most
+    about rtol times the sum of the tasks' scales (n |log det H| + |f|, a few times
+    |F|; bound 10 rtol |F|), and a gradient within 1e-3 relative (the indicators'
+    distance from their optimum is about sqrt(rtol) = 1e-4); at 1e-14 the two
+    objectives agree to rounding."""
+    from identrep.models.multitask import _mtlcm_objective as mo
+
+    monkeypatch.setattr(mo, "_TASK_LOOP_MIN_D", 16)
+    d = 20
+    st, A = _problem(T=8, n=n, p=d, d=d, seed=12)
+    exact = ProfiledObjective(*st, SIGMA_S, SIGMA_OBS, d=d)
+    adapt = ProfiledObjective(*st, SIGMA_S, SIGMA_OBS, d=d, adaptive_tol=True)
+    f1, g1, _ = exact(A)
+    f2, g2, _ = adapt(A)  # first call: rtol 1e-8
+    assert 0.0 <= f2 - f1 <= 10 * 1e-8 * abs(f1)
+    assert float((g2 - g1).abs().max()) <= 1e-3 * float(g1.abs().max())
+    monkeypatch.setattr(adapt, "inner_rtol", lambda: 1e-14)
+    f1, g1, _ = exact(A + 1e-3)
+    f2, g2, _ = adapt(A + 1e-3)
+    assert f2 == pytest.approx(f1, rel=1e-12)
+    # from different warm starts: the same optimum, the gradient (a small
+    # difference of large sums near the optimum) to 1e-8 of its largest entry
+    assert float((g2 - g1).abs().max()) <= 1e-8 * float(g1.abs().max())
