@@ -1,12 +1,15 @@
 """Does Table 3's baseline agreement depend on the training subset or on the seed?
 
-The study trains every baseline on 3,000 materials drawn from the configuration
-including its seed index (``derive_seed("table3-baseline-subset",
-*config.data_key())``), so two seeds differ in their training materials as well
-as their initialisation. This probe refits seeds 1.. of one model and latent size
-on seed 0's materials (their own model seeds, the study's settings) and scores
-every pair with the study's cross-seed Pearson MCC, beside the stored pairs of a
-study folder (different subsets). Needs ``IDENTREP_DATA``; e.g.::
+Written for the study as it was until 2026-11-26, when it trained every baseline
+on 3,000 materials drawn from the configuration including its seed index
+(``derive_seed("table3-baseline-subset", *config.data_key())``), so two seeds
+differed in their training materials as well as their initialisation. The study
+now trains every seed on one subset (``chen2024_table3.baseline_materials``); this
+probe keeps the old per-seed draw so that folders of that time can be checked. It
+refits seeds 1.. of one model and latent size on seed 0's old materials (their own
+model seeds, the study's settings) and scores every pair with the study's
+cross-seed Pearson MCC, beside the stored pairs of a study folder of that time
+(different subsets). Needs ``IDENTREP_DATA``; e.g.::
 
     IDENTREP_DATA=/work/shared/data PYTHONPATH=src OMP_NUM_THREADS=1 \\
         python benchmarks/table3_subset_probe.py --run results/table3 \\

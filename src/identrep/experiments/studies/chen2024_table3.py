@@ -21,6 +21,7 @@ __all__ = [
     "TABLE3_BASELINE_MATERIALS",
     "TABLE3_LATENTS",
     "TABLE3_MTRN",
+    "baseline_materials",
     "load_real_data",
     "table3_hidden_sizes",
 ]
@@ -49,9 +50,12 @@ BASELINE_SETTINGS = {
 }
 
 #: The baselines train on this many materials (x 80 tasks = 240,000 rows of
-#: (material, task, target)), drawn from the data key, which includes the seed
-#: index: the same for every model, different for every seed (cost and the
-#: effect on the agreement: docs/notes.md, "Table 3 baselines at every d").
+#: (material, task, target)): one subset for every model, seed and d
+#: (:func:`baseline_materials`), so that the seeds differ only in the model's
+#: initialisation and training order, as in the paper ("5 times with different
+#: random seeds and initializations"). Until 2026-11-26 the draw included the
+#: seed index and every seed trained on other materials (docs/notes.md, "Table 3
+#: baselines at every d" and "Table 3 baselines on one subset").
 #: Representations of all 21,263 materials are compared across seeds.
 TABLE3_BASELINE_MATERIALS = 3000
 
@@ -133,6 +137,26 @@ def make_data(config: RunConfig):
     return load_real_data(config), derive_seed("data", *config.data_key())
 
 
+def baseline_materials(config: RunConfig, n_rows: int) -> np.ndarray:
+    """The sorted row indices of the materials the baselines train on:
+    min(TABLE3_BASELINE_MATERIALS, ``n_rows``) rows drawn without replacement.
+
+    The draw depends on the data set's fields only (table, inputs, tasks,
+    materials), not on the seed index or the number of latents: the data are the
+    same at every d, so every seed and every d trains on the same materials, and
+    the seed index changes the model's seed only (``config.model_seed()``)."""
+    seed = derive_seed(
+        "table3-baseline-subset",
+        config.table,
+        config.n_observed,
+        config.n_tasks,
+        config.n_samples,
+    )
+    rng = np.random.default_rng(seed)
+    n_sub = min(TABLE3_BASELINE_MATERIALS, n_rows)
+    return np.sort(rng.choice(n_rows, size=n_sub, replace=False))
+
+
 def _need(artifacts) -> None:
     if artifacts is None:
         raise ValueError("table3 runs need an artifacts folder for their latents.")
@@ -169,14 +193,12 @@ def fit_mtlcm(config: RunConfig, data, model_seed: int, artifacts=None) -> dict:
 
 def fit_baseline(config: RunConfig, data, model_seed: int, artifacts=None) -> dict:
     """u = (target, task) of every observed (material, task) pair of a subset
-    of materials (drawn per seed index, see TABLE3_BASELINE_MATERIALS), encoder
-    q(z | x); the encoder means of all materials are stored for the cross-seed
-    comparison (no MTRN features, so no weak MCC)."""
+    of materials (the same for every seed, see :func:`baseline_materials`),
+    encoder q(z | x); the encoder means of all materials are stored for the
+    cross-seed comparison (no MTRN features, so no weak MCC)."""
     _need(artifacts)
-    seed = derive_seed("table3-baseline-subset", *config.data_key())
-    rng = np.random.default_rng(seed)
-    n_sub = min(TABLE3_BASELINE_MATERIALS, len(data.X))
-    sub = np.sort(rng.choice(len(data.X), size=n_sub, replace=False))
+    sub = baseline_materials(config, len(data.X))
+    n_sub = len(sub)
     model = chen.baseline_estimator(config, model_seed, BASELINE_SETTINGS)
     t0 = time.perf_counter()
     model.fit(data.X[sub], data.Y[sub])
@@ -203,7 +225,8 @@ def _intro(runs) -> str:
         "Std over the pairs of seeds (10 pairs for 5 seeds). Strong MCC: "
         "Pearson MCC between the latents of two seeds (MTLCM latents; the "
         "baselines' encoder means q(z | x) of all materials, trained on "
-        "a subset of 3,000 materials drawn per seed); weak MCC: in-sample "
+        "one subset of 3,000 materials, the same for every seed, so that "
+        "the seeds differ in the model's seed only); weak MCC: in-sample "
         "CCA, then Spearman MCC, between their standardised MTRN features "
         "(the paper's protocol)."
     )

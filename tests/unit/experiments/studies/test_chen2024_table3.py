@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -91,3 +93,56 @@ def test_table3_runs_store_latents_and_report_agreement_across_seeds(
     next((tmp_path / "latents").glob("*.npz")).unlink()
     with pytest.raises(FileNotFoundError, match="has no stored latents"):
         write_report(tmp_path)
+
+
+def test_table3_baselines_train_on_one_subset_for_every_seed_and_d(
+    tmp_path, monkeypatch
+):
+    """The paper trains each model "5 times with different random seeds and
+    initializations": the baselines' materials are one subset for every seed
+    (and every d, the data being the same), while the model seeds still differ."""
+    import identrep.experiments.studies.chen2024_table3 as table3
+    from identrep.experiments.studies._chen2024 import RealData
+
+    grid = get_study("table3").grid(
+        seeds=3, models=["iVAE", "MT-iVAE", "iCaRL", "MT-iCaRL"]
+    )
+    subsets = [table3.baseline_materials(c, 21263) for c in grid]
+    first = subsets[0]
+    assert len(first) == table3.TABLE3_BASELINE_MATERIALS
+    assert np.all(np.diff(first) > 0) and first[0] >= 0 and first[-1] < 21263
+    assert all(np.array_equal(s, first) for s in subsets)
+    for m in ("iVAE", "MT-iCaRL"):
+        for d in (5, 80):
+            seeds = [c.model_seed() for c in grid if (c.model, c.n_latents) == (m, d)]
+            assert len(seeds) == 3 and len(set(seeds)) == 3
+    # fewer materials than the budget: all of them
+    small = dataclasses.replace(grid[0], n_samples=50)
+    assert np.array_equal(table3.baseline_materials(small, 50), np.arange(50))
+
+    # fit_baseline hands exactly these rows to the estimator, whatever the seed
+    seen = []
+
+    class Recorder:
+        history_ = {"train_loss": [1.0], "best_epoch": 0}
+
+        def __init__(self, seed):
+            self.seed = seed
+
+        def fit(self, X, Y):
+            seen.append((self.seed, X[:, 0].copy()))
+            return self
+
+        def transform(self, X):
+            return np.zeros((len(X), 2))
+
+    monkeypatch.setattr(
+        table3.chen, "baseline_estimator", lambda config, seed, settings: Recorder(seed)
+    )
+    X = np.arange(21263, dtype=float)[:, None] * np.ones((1, 86))
+    data = RealData(X=X, Y=np.zeros((21263, 80)))
+    for c in [c for c in grid if (c.model, c.n_latents) == ("iCaRL", 20)]:
+        out = table3.fit_baseline(c, data, c.model_seed(), tmp_path)
+        assert out["n_train_materials"] == table3.TABLE3_BASELINE_MATERIALS
+    assert len({s for s, _ in seen}) == 3
+    assert all(np.array_equal(rows, first.astype(float)) for _, rows in seen)
