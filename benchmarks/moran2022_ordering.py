@@ -5,7 +5,8 @@ splits the Sparse VAE beats each other model (paired by split).
 Usage::
 
     python benchmarks/moran2022_ordering.py docs/results/moran2022_table2 nll
-    python benchmarks/moran2022_ordering.py docs/results/moran2022_table4 accuracy
+    python benchmarks/moran2022_ordering.py docs/results/moran2022_table4 accuracy \
+        --scale 100
 """
 
 from __future__ import annotations
@@ -23,24 +24,32 @@ def main():
     ap.add_argument("folder")
     ap.add_argument("metric")
     ap.add_argument("--model", default="SparseVAE")
+    ap.add_argument(
+        "--scale", type=float, default=1.0, help="multiply the metric (100: %%)"
+    )
     args = ap.parse_args()
     df = pd.read_csv(Path(args.folder) / "results.csv")
     lower = args.metric in LOWER_IS_BETTER
     keys = [k for k in ("sigma_pct",) if k in df and df[k].nunique() > 1]
     for key, part in df.groupby(keys) if keys else [((), df)]:
         wide = part.pivot_table(index="seed", columns="model", values=args.metric)
-        means = wide.mean().sort_values(ascending=lower)
+        means = (wide.mean() * args.scale).sort_values(ascending=lower)
         ranks = ", ".join(f"{m} {v:.2f}" for m, v in means.items())
         label = key if isinstance(key, tuple) else (key,)
         print(f"{dict(zip(keys, label, strict=True))}: {ranks}")
         ref = wide[args.model]
-        wins = []
+        wins, diffs = [], []
         for m in wide.columns.drop(args.model):
             # paired by split: only the splits that both models ran count
             both = ref.notna() & wide[m].notna()
             better = (ref < wide[m]) if lower else (ref > wide[m])
             wins.append(f"{m} {int((better & both).sum())}/{int(both.sum())}")
+            d = (ref - wide[m])[both] * args.scale
+            sd = f" ± {d.std(ddof=1):.2f}" if len(d) > 1 else ""
+            diffs.append(f"{m} {d.mean():+.2f}{sd} (n={len(d)})")
         print(f"  {args.model} better than: " + ", ".join(wins))
+        # mean ± std over the common splits of (this model - the other)
+        print(f"  {args.model} minus, per split: " + ", ".join(diffs))
 
 
 if __name__ == "__main__":
