@@ -289,6 +289,10 @@ class ProfiledObjective:
     n, Sxx, sxy, syy : Tensor
         Per-task statistics (float64, on the fit's device).
     sigma_s, sigma_obs : float
+    adaptive_tol : bool
+        Solve the indicators (CPU task loop only) to a tolerance tied to the outer
+        progress, exact in the final evaluations (:meth:`inner_rtol`); ``refine``
+        uses it. Default: always at the rounding level.
     """
 
     def __init__(
