@@ -411,13 +411,15 @@ class ProfiledObjective:
         else:
             E = A.new_zeros(())
         f = 0.5 * ((n * (k + logdet_AtA + logdetH)).sum() + quad + E / s2)
-        self._record(float(f) / self.n_total)
+        value = float(f) / self.n_total
+        if self.adaptive_tol:
+            self._record(value)
         if not grad:
-            return float(f) / self.n_total, None, v
+            return value, None, v
         # dF/dA^+ = sum_t K_t Y_t (Y_t = Z_t^T) and dE/dA = -2 Q Q^T S A^{+T}
         dAp = ZK.T
         Om = 0.5 * s2 * Om + dAp @ A
         dA = self.n_total * (A @ G) + dAp.T @ G - A @ G @ (Om + Om.T) @ G
         if p > d:
             dA = dA - Qc @ (SQ.T @ Ap.T) / s2
-        return float(f) / self.n_total, dA / self.n_total, v
+        return value, dA / self.n_total, v
