@@ -24,7 +24,7 @@ def make_optimizer(
     applies the same element-wise operations to every parameter (the same kernels
     in the same order per tensor, so the same steps to the bit) in a few calls,
     which saves the per-parameter overhead of small models (tests:
-    ``tests/unit/training/test_fast_paths.py``; timing:
+    ``tests/unit/training/test_optim.py``; timing:
     ``benchmarks/bench_vae_step.py``). On other devices torch's own default
     (already foreach on CUDA) is kept.
 
