@@ -64,13 +64,14 @@ def run(config, *, artifacts: str | Path | None = None) -> dict:
     """Run one configuration and return its record.
 
     The record holds ``run_id``, ``config``, ``data_seed``, ``model_seed``,
-    ``metrics`` (the study's fit-and-score of the model), ``timings`` and
+    ``metrics`` (the study's fit-and-score of the model), ``timings`` (wall
+    seconds, and ``cpu_seconds`` of this process) and
     ``environment``. Studies that store representations (real data, compared
     across seeds) write them to ``artifacts/<run_id>.npz`` (needed; the sweep
     passes ``out/latents``).
     """
     study = get_study(config.table)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     data, data_seed = study.make_data(config)
     t_data = time.perf_counter() - t0
     model_seed = config.model_seed()
@@ -85,6 +86,9 @@ def run(config, *, artifacts: str | Path | None = None) -> dict:
             "data_seconds": t_data,
             "fit_seconds": metrics["fit_seconds"],
             "total_seconds": time.perf_counter() - t0,
+            # this process's CPU (all its threads), data to score: comparable on
+            # a shared machine where wall time is not
+            "cpu_seconds": time.process_time() - cpu0,
         },
         "environment": environment(),
     }

@@ -27,6 +27,8 @@ from torch import Tensor, nn
 
 from identrep._typing import Seed
 from identrep.exceptions import ConvergenceWarning
+from identrep.training._optim import OPTIMIZERS as _OPTIMIZERS
+from identrep.training._optim import make_optimizer as _make_optimizer
 from identrep.training.progress import Progress
 from identrep.utils._param_validation import (
     Interval,
@@ -43,13 +45,6 @@ __all__ = [
     "fit_module",
     "split_within_tasks",
 ]
-
-_OPTIMIZERS = {
-    "adam": torch.optim.Adam,
-    "adamw": torch.optim.AdamW,
-    "sgd": torch.optim.SGD,
-}
-
 
 #: The declared constraints of the training budget, shared by :func:`fit_module`,
 #: the batch helpers, :func:`split_within_tasks` and every torch estimator's
@@ -485,7 +480,7 @@ def fit_module(
         _check_reiterable(val_batches, "val_batches")
 
     params = [p for p in module.parameters() if p.requires_grad]
-    opt = _OPTIMIZERS[optimizer](params, lr=lr, weight_decay=weight_decay)
+    opt = _make_optimizer(optimizer, params, lr, weight_decay)
     n_steps = None
     if lr_schedule == "cosine":
         n_per_epoch = len(train_batches) if hasattr(train_batches, "__len__") else None

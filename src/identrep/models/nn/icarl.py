@@ -330,12 +330,18 @@ class ICaRLModule(nn.Module):
 
     def encode(self, x: Tensor, y: Tensor, task: Tensor) -> tuple[Tensor, Tensor]:
         """q(z | x, u) parameters ``(mean, log_var)`` for raw x (batch, p)."""
+        return self.encode_standardized(self.standardize(x), y, task)
+
+    def encode_standardized(
+        self, xs: Tensor, y: Tensor, task: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """As :meth:`encode` for x already standardised (``self.standardize(x)``)."""
         u = (
             None
             if self.encoder_conditioner is None
             else self.encoder_conditioner(y, task)
         )
-        return self.encoder(self.standardize(x), u)
+        return self.encoder(xs, u)
 
     def forward(self, x: Tensor, y: Tensor, task: Tensor) -> tuple[Tensor, Tensor]:
         """q(z | x, u) parameters ``(mean, log_var)``, as :meth:`encode`."""

@@ -27,7 +27,7 @@ from torch import nn
 from identrep._typing import ArrayLike
 from identrep.exceptions import DataError, InvalidParameterError
 from identrep.models._base import IdentrepEstimator, TorchEstimatorMixin
-from identrep.models.nn.mlp import _ACTIVATIONS
+from identrep.models.nn.mlp import _ACTIVATIONS, Standardize
 from identrep.models.nn.vae import (
     LIKELIHOODS,
     PRIOR_FAMILIES,
@@ -323,6 +323,37 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
 
         return collate
 
+    def _standardize_once(self) -> bool:
+        """Whether the training batches may carry x already standardised by the
+        module (:meth:`_standardized_collate`); only for losses that read x
+        through :func:`~identrep.models.vae._elbo.standardized_input`. Default
+        False."""
+        return False
+
+    def _standardized_collate(
+        self, net: nn.Module, Xo, data: MultiTaskArrays
+    ) -> Callable[[Any], VAEBatch]:
+        """``collate(obs)`` as :meth:`_make_collate`, but with x standardised once
+        for all rows by ``net.standardize`` (an element-wise float64 map, applied
+        chunk by chunk: the same numbers as per batch), so a batch is a lookup of
+        ``dtype_`` rows instead of a float64 lookup and a float64 map per step."""
+        Xt = torch.empty(Xo.shape, dtype=self.dtype_, device=self.device_)
+        with torch.no_grad():
+            for start in range(0, Xo.shape[0], 8192):
+                rows = torch.as_tensor(np.asarray(Xo[start : start + 8192]))
+                Xt[start : start + 8192] = net.standardize(
+                    rows.to(device=self.device_, dtype=self._x_dtype())
+                )
+        yt, tt = (
+            self._tensor(data.y, torch.float64),
+            self._tensor(data.task_ids, torch.int64),
+        )
+
+        def collate(obs):
+            return VAEBatch(Xt[obs], yt[obs], tt[obs], True)
+
+        return collate
+
     def _set_fitted(self, data: MultiTaskArrays) -> None:
         """Set subclass-specific fitted attributes (after training)."""
 
@@ -391,7 +422,10 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
             net.standardize = Whiten(*(torch.as_tensor(w) for w in white))
         net = net.to(device=self.device_, dtype=self.dtype_)
 
-        collate = self._make_collate(Xo, data)
+        if self._standardize_once() and type(net.standardize) is Standardize:
+            collate = self._standardized_collate(net, Xo, data)
+        else:
+            collate = self._make_collate(Xo, data)
         train_b = self._batches(train_idx, collate, seed=batch_seed)
         val_b = self._batches(val_idx, collate, shuffle=False) if val_idx.size else None
         loss_fn, post_epoch = self._make_loss(len(train_idx))

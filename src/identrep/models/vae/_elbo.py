@@ -42,6 +42,7 @@ __all__ = [
     "observation_log_prob",
     "prior_log_prob",
     "reparameterize",
+    "standardized_input",
     "vae_pass",
     "weighted_elbo_loss",
 ]
@@ -52,11 +53,16 @@ _LOG_2PI = math.log(2.0 * math.pi)
 class VAEBatch(NamedTuple):
     """A minibatch: raw inputs x (B, p), raw targets y (B,), task codes (B,) int64.
 
-    An unconditional VAE ignores ``y`` and ``task`` (zeros)."""
+    An unconditional VAE ignores ``y`` and ``task`` (zeros). ``standardized=True``
+    says that ``x`` already holds the module's standardised input
+    (``module.standardize`` applied once to the whole data set by the
+    estimator's collate: the same element-wise float64 map, so the same numbers);
+    the passes then use it as is (:func:`standardized_input`)."""
 
     x: Tensor
     y: Tensor
     task: Tensor
+    standardized: bool = False
 
 
 class VAEOutput(NamedTuple):
@@ -255,6 +261,13 @@ def aggregate_posterior_log_probs(
 
 
 # ======================================================== stochastic pass
+def standardized_input(module, batch: VAEBatch) -> Tensor:
+    """The module's standardised input of a batch: ``batch.x`` when the collate
+    standardised it already (``batch.standardized``), else
+    ``module.standardize(batch.x)``."""
+    return batch.x if batch.standardized else module.standardize(batch.x)
+
+
 def vae_pass(module: ConditionalVAE, batch: VAEBatch) -> VAEOutput:
     """One stochastic pass: standardise x, build u, encode, draw one z, decode it
     and evaluate the prior's parameters at u.
@@ -268,13 +281,19 @@ def vae_pass(module: ConditionalVAE, batch: VAEBatch) -> VAEOutput:
     -------
     VAEOutput
     """
-    xs = module.standardize(batch.x)
+    gaussian = _likelihood(module) == "gaussian"
+    if batch.standardized and not gaussian:
+        raise ValueError(
+            "A batch of standardised x needs the Gaussian likelihood (the other "
+            "likelihoods score raw x); build the batch with standardized=False."
+        )
+    xs = standardized_input(module, batch)
     u = module.conditioner(batch.y, batch.task)
     z_mean, z_log_var = module.encoder(xs, u if module.condition_encoder else None)
     z = reparameterize(z_mean, z_log_var)
     x_mean, x_log_var = module.decoder(z)
     p_mean, p_log_var = module.prior(module.prior_input(u, batch.y, batch.task))
-    target = xs if _likelihood(module) == "gaussian" else module.target(batch.x)
+    target = xs if gaussian else module.target(batch.x)
     return VAEOutput(target, z, z_mean, z_log_var, x_mean, x_log_var, p_mean, p_log_var)
 
 

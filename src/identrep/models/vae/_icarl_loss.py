@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from identrep.models.vae._elbo import VAEBatch, gaussian_log_prob, reparameterize
+from identrep.models.vae._elbo import (
+    VAEBatch,
+    gaussian_log_prob,
+    reparameterize,
+    standardized_input,
+)
 from identrep.models.vae._score_matching import (
     hyvarinen_score_matching,
     sliced_score_matching,
@@ -35,10 +40,10 @@ SCORE_MATCHING_METHODS = ("exact", "sliced")
 
 def icarl_pass(module: ICaRLModule, batch: VAEBatch):
     """One stochastic pass: ``(xs, z, z_mean, z_log_var, x_mean, x_log_var, u)``,
-    the standardised x, one reparameterised z, the decoder's parameters and the
-    prior's u."""
-    xs = module.standardize(batch.x)
-    z_mean, z_log_var = module.encode(batch.x, batch.y, batch.task)
+    the standardised x (computed once, for the encoder and the reconstruction),
+    one reparameterised z, the decoder's parameters and the prior's u."""
+    xs = standardized_input(module, batch)
+    z_mean, z_log_var = module.encode_standardized(xs, batch.y, batch.task)
     z = reparameterize(z_mean, z_log_var)
     x_mean, x_log_var = module.decoder(z)
     u = module.conditioner(batch.y, batch.task)

@@ -365,6 +365,9 @@ class ICaRL(ConditionalVAEEstimator):
         small = int(self.n_latents) <= _AUTO_EXACT_MAX_LATENTS
         return "exact" if depth <= 1 or small else "sliced"
 
+    def _standardize_once(self) -> bool:
+        return True  # icarl_pass reads x through standardized_input
+
     def _warmup_epochs(self) -> int:
         return math.ceil(float(self.coupling_warmup) * int(self.max_epochs))
 

@@ -260,6 +260,9 @@ class IVAE(ConditionalVAEEstimator):
     def _check_param_combinations(self) -> None:
         check_elbo_weights(self)
 
+    def _standardize_once(self) -> bool:
+        return True  # its losses read x through standardized_input (vae_pass)
+
     def _make_loss(self, n_train: int):
         return make_elbo_objective(
             self.objective, self.elbo_weights, self.anneal, self.max_epochs, n_train
