@@ -22,6 +22,7 @@ import argparse
 import glob
 import itertools
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -40,6 +41,9 @@ def main(argv=None):
     ap.add_argument("--model", default="iVAE")
     ap.add_argument("--d", type=int, default=10)
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
+    ap.add_argument(
+        "--save", default=None, help="folder for the all-materials latents (npz)"
+    )
     args = ap.parse_args(argv)
     if len(args.seeds) < 2:
         ap.error(f"--seeds needs two or more seeds to compare; got {args.seeds}.")
@@ -68,7 +72,13 @@ def main(argv=None):
         )
         model.fit(data.X, data.Y)
         # stored as the study stores its latents (float32), then scored in float
-        full[s] = model.transform(data.X).astype(np.float32).astype(float)
+        z32 = model.transform(data.X).astype(np.float32)
+        full[s] = z32.astype(float)
+        if args.save:
+            Path(args.save).mkdir(parents=True, exist_ok=True)
+            np.savez_compressed(
+                Path(args.save) / f"{configs[s].run_id}-all.npz", latents=z32
+            )
         hist = model.history_
         print(
             f"seed {s} on all {len(data.X)} materials: "
