@@ -18,36 +18,25 @@ cross-seed Pearson MCC, beside the stored pairs of a study folder of that time
 
 from __future__ import annotations
 
-import argparse
-import glob
-import itertools
-import time
-
 import numpy as np
 
-from identrep.experiments.studies import _chen2024 as chen
+from _table3_probes import (
+    print_agreement,
+    probe_parser,
+    refit,
+    stored_latents,
+    study_configs,
+)
 from identrep.experiments.studies.chen2024_table3 import (
-    BASELINE_SETTINGS,
     TABLE3_BASELINE_MATERIALS,
-    grid,
     load_real_data,
 )
-from identrep.metrics import mcc
 from identrep.utils.seeding import derive_seed
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--run", required=True, help="a table3 study folder (--out)")
-    ap.add_argument("--model", default="iVAE")
-    ap.add_argument("--d", type=int, default=5)
-    ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2])
-    args = ap.parse_args(argv)
-    configs = {
-        c.seed: c
-        for c in grid(seeds=max(args.seeds) + 1, models=(args.model,))
-        if c.n_latents == args.d
-    }
+    args = probe_parser(__doc__.split("\n")[0], d=5, seeds=[1, 2]).parse_args(argv)
+    configs = study_configs(args.model, args.d, args.seeds)
     data = load_real_data(configs[0])
     rng = np.random.default_rng(
         derive_seed("table3-baseline-subset", *configs[0].data_key())
@@ -56,31 +45,14 @@ def main(argv=None):
         rng.choice(len(data.X), size=TABLE3_BASELINE_MATERIALS, replace=False)
     )
 
-    def stored(seed):
-        (path,) = glob.glob(f"{args.run}/latents/{configs[seed].run_id}.npz")
-        return np.load(path)["latents"].astype(float)
-
-    same = {0: stored(0)}
+    same = {0: stored_latents(args.run, configs[0])}
     for s in args.seeds:
-        t0 = time.process_time()
-        model = chen.baseline_estimator(
-            configs[s], configs[s].model_seed(), BASELINE_SETTINGS
-        )
-        model.fit(data.X[sub], data.Y[sub])
+        model, cpu = refit(configs[s], data.X[sub], data.Y[sub])
         same[s] = model.transform(data.X).astype(float)
-        print(f"seed {s} on seed 0's materials: {time.process_time() - t0:.1f} CPU s")
-    own = {s: stored(s) for s in same}
+        print(f"seed {s} on seed 0's materials: {cpu:.1f} CPU s")
+    own = {s: stored_latents(args.run, configs[s]) for s in same}
     for name, reps in (("own subsets (stored)", own), ("seed 0's subset", same)):
-        pairs = {
-            (a, b): 100 * mcc(reps[a], reps[b], "pearson")
-            for a, b in itertools.combinations(sorted(reps), 2)
-        }
-        vals = np.array(list(pairs.values()))
-        shown = ", ".join(f"{a}-{b} {v:.2f}" for (a, b), v in pairs.items())
-        print(
-            f"{args.model} d={args.d}, {name}: {vals.mean():.2f} ± {vals.std():.2f} "
-            f"({shown})"
-        )
+        print_agreement(args.model, args.d, name, reps)
 
 
 if __name__ == "__main__":
