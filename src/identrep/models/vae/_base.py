@@ -315,11 +315,19 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
         rows batch by batch. ``X`` and ``y`` stay float64: the module standardises
         them in float64 before its own dtype (units and offsets never erase the
         signal)."""
-        Xt, yt = self._tensor(Xo, self._x_dtype()), self._tensor(data.y, torch.float64)
+        return self._lookup_collate(self._tensor(Xo, self._x_dtype()), data)
+
+    def _lookup_collate(
+        self, Xt: torch.Tensor, data: MultiTaskArrays, standardized: bool = False
+    ) -> Callable[[Any], VAEBatch]:
+        """``collate(obs)``: index lookups into the device rows ``Xt`` and the
+        targets and task codes of ``data`` (``standardized``: ``Xt`` holds the
+        module's standardised x, :class:`~identrep.models.vae._elbo.VAEBatch`)."""
+        yt = self._tensor(data.y, torch.float64)
         tt = self._tensor(data.task_ids, torch.int64)
 
         def collate(obs):
-            return VAEBatch(Xt[obs], yt[obs], tt[obs])
+            return VAEBatch(Xt[obs], yt[obs], tt[obs], standardized)
 
         return collate
 
@@ -344,15 +352,7 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
                 Xt[start : start + 8192] = net.standardize(
                     rows.to(device=self.device_, dtype=self._x_dtype())
                 )
-        yt, tt = (
-            self._tensor(data.y, torch.float64),
-            self._tensor(data.task_ids, torch.int64),
-        )
-
-        def collate(obs):
-            return VAEBatch(Xt[obs], yt[obs], tt[obs], True)
-
-        return collate
+        return self._lookup_collate(Xt, data, standardized=True)
 
     def _set_fitted(self, data: MultiTaskArrays) -> None:
         """Set subclass-specific fitted attributes (after training)."""
