@@ -10,6 +10,7 @@ from __future__ import annotations
 from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
 
 __all__ = [
+    "CheckpointError",
     "ConvergenceWarning",
     "DataError",
     "InvalidParameterError",
@@ -46,3 +47,7 @@ class ModelFileError(ValueError):
 
 class ConvergenceWarning(UserWarning):
     """Warned when an optimiser stops before meeting its tolerance."""
+
+
+class CheckpointError(ValueError):
+    """A training checkpoint is unreadable, not a checkpoint, or of another run."""

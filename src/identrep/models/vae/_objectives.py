@@ -53,6 +53,13 @@ class WeightedObjective:
     def step(self, module) -> None:
         self.epoch += 1
 
+    def state_dict(self) -> dict:
+        """The epoch counter (a training checkpoint saves it)."""
+        return {"epoch": self.epoch}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.epoch = int(state["epoch"])
+
 
 def make_elbo_objective(
     objective: str,
