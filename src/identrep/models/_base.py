@@ -319,6 +319,7 @@ class TorchEstimatorMixin:
             weight_decay=float(getattr(self, "weight_decay", 0.0)),
             lr_schedule=getattr(self, "lr_schedule", None),
             max_time=getattr(self, "max_time", None),
+            checkpoint=getattr(self, "checkpoint", None),
             post_epoch=post_epoch,
             progress=bool(self.verbose),
             desc=desc or type(self).__name__,

@@ -27,7 +27,27 @@ from identrep.models.multitask.heads import (
     fit_ridge_heads_wide,
 )
 
-__all__ = ["final_heads", "head_refit_step", "observation_batches", "row_batches"]
+__all__ = [
+    "batch_mode",
+    "final_heads",
+    "head_refit_step",
+    "observation_batches",
+    "row_batches",
+]
+
+
+def batch_mode(data, counts, heads: str, batch_size: int, n_latents: int) -> str:
+    """How MTRN draws minibatches: ``"rows"`` for wide data, unless ridge or lasso
+    heads would see too few samples of a task per batch (then, and for the long
+    layout, ``"observations"``)."""
+    if data.layout != "wide":
+        return "observations"
+    if heads == "joint":
+        return "rows"
+    n_rows = data.X.shape[0]
+    per_batch = min(int(batch_size), n_rows) * counts / n_rows
+    enough = 2 * (int(n_latents) + 1)
+    return "rows" if np.median(per_batch) >= enough else "observations"
 
 
 def final_heads(module, F, y_std, task_ids, n_tasks, *, alpha, l1_reg):

@@ -32,7 +32,7 @@ __all__ = ["BilevelSparseMTL"]
 _SHARED = {
     k: v
     for k, v in MTRN._parameter_constraints.items()
-    if k not in ("heads", "ridge_alpha", "refit_heads", "max_time")
+    if k not in ("heads", "ridge_alpha", "refit_heads", "max_time", "checkpoint")
 }
 
 

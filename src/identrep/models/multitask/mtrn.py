@@ -30,6 +30,7 @@ from identrep.models.multitask._bilevel_multinomial import (
     multinomial_heads,
 )
 from identrep.models.multitask._mtrn_batches import (
+    batch_mode,
     final_heads,
     head_refit_step,
     observation_batches,
@@ -164,6 +165,12 @@ class MTRN(
         Adam weight decay.
     max_time : float, optional
         Wall-clock budget of the training in seconds (see ``fit_module``).
+    checkpoint : str or path-like, optional
+        File where the training is saved after every epoch and at its end; a
+        ``fit`` that finds it continues the run from it (same data and settings,
+        e.g. a later ``fit`` after ``max_time`` stopped one), to the same bits as
+        a run never stopped; the schedule then ignores ``max_time``
+        (:func:`~identrep.training.fit_module`).
     device : str, default="cpu"
         Torch device ("cuda", or "auto" for CUDA when available).
     dtype : {"float32", "float64"}, default="float32"
@@ -241,6 +248,7 @@ class MTRN(
                 "grad_clip",
                 "weight_decay",
                 "max_time",
+                "checkpoint",
             )
         },
         "device": ["device"],
@@ -272,6 +280,7 @@ class MTRN(
         grad_clip: float | None = None,
         weight_decay: float = 0.0,
         max_time: float | None = None,
+        checkpoint: str | None = None,
         device: str = "cpu",
         dtype: str = "float32",
         random_state: Seed = None,
@@ -297,6 +306,7 @@ class MTRN(
         self.grad_clip = grad_clip
         self.weight_decay = weight_decay
         self.max_time = max_time
+        self.checkpoint = checkpoint
         self.device = device
         self.dtype = dtype
         self.random_state = random_state
@@ -374,7 +384,7 @@ class MTRN(
         y_std = (data.y - mu[data.task_ids]) / sd[data.task_ids]
 
         train_idx, val_idx = self._split(data.task_ids, rng)
-        mode = self._batch_mode(data, counts)
+        mode = batch_mode(data, counts, self.heads, self.batch_size, self.n_latents)
         input_stats = streaming_column_moments(data.X) if self._standardizes() else None
         with seeded(init_seed):
             net = self._build_module(
@@ -491,17 +501,6 @@ class MTRN(
         if hasattr(self, "classes_"):
             net.heads = multinomial_heads(self, self.n_tasks_, len(self.classes_))
         return net
-
-    def _batch_mode(self, data, counts) -> str:
-        """Rows for wide data unless ridge heads would see too few samples a task."""
-        if data.layout != "wide":
-            return "observations"
-        if self.heads == "joint":
-            return "rows"
-        n_rows = data.X.shape[0]
-        per_batch = min(int(self.batch_size), n_rows) * counts / n_rows
-        enough = 2 * (int(self.n_latents) + 1)
-        return "rows" if np.median(per_batch) >= enough else "observations"
 
     # --------------------------------------------------------------- outputs
     def _features(self, X: np.ndarray) -> np.ndarray:

@@ -24,7 +24,7 @@ __all__ = ["RidgeICA"]
 _SHARED = {
     k: v
     for k, v in MTRN._parameter_constraints.items()
-    if k not in ("heads", "l1_reg", "refit_heads", "loss", "max_time")
+    if k not in ("heads", "l1_reg", "refit_heads", "loss", "max_time", "checkpoint")
 }
 
 
