@@ -288,6 +288,8 @@ def fit_mtlcm(config: QM9Config, data: RealData, model_seed: int, artifacts=None
         "mtrn_epochs": n_epochs,
         "mtrn_seconds": mtrn_seconds,
         "mtrn_seconds_per_epoch": mtrn_seconds / max(n_epochs, 1),
+        # the training loop's wall time over every call of a resumed run
+        "mtrn_train_seconds": float(hist["seconds"]),
         "mtrn_device": str(pipe.mtrn_.device_),
         "mtrn_stopped_on_time": bool(hist.get("stopped_on_time", False)),
         "mtlcm_seconds": pipe.mtlcm_.fit_seconds_,
