@@ -12,6 +12,15 @@
 # OUT receives at most 5 files: bench_cuda.json, qm9_gpu.tar.gz (records, report,
 # plots; no latents), logs.tar.gz; everything important is also printed.
 # A dry run without a GPU: DEVICE=cpu QM9_ARGS="--qm9-source tests/data/qm9".
+# STAGES (default "qm9 cuda tests") picks the stages.
+# Training over several sessions (QM9_CKPT=folder, kept between sessions): each run
+# checkpoints MTRN every epoch in QM9_CKPT/ckpt (qm9_logged.py --checkpoint-dir) and
+# keeps its records in QM9_CKPT/d<d>s<s>; a run that QM9_BUDGET ends is paused (no
+# record) and the next session, given the same folder back, continues it to the
+# same bits (the cosine schedule follows the 300 epochs, QM9_PATIENCE sets early
+# stopping). OUT then also gets qm9_ckpt.tar.gz (the folder without latents, which
+# a finished run recomputes from its checkpoint without training): unpack it into
+# the folder before the next session. The report is made once no run is paused.
 set -u
 OUT=${OUT:-/tmp/gpu_session}
 WORK=${WORK:-/tmp/qm9_gpu}
@@ -20,6 +29,15 @@ PY=${PY:-python3}
 DIMS=${QM9_DIMS:-5 6 7 8}
 BUDGET=${QM9_BUDGET:-300}
 QM9_ARGS=${QM9_ARGS:-}
+STAGES=${STAGES:-qm9 cuda tests}
+CKPT=${QM9_CKPT:-}
+RUNS=$WORK
+if [ -n "$CKPT" ]; then
+  RUNS=$CKPT
+  QM9_ARGS="$QM9_ARGS --checkpoint-dir $CKPT/ckpt"
+fi
+[ -n "${QM9_PATIENCE:-}" ] && QM9_ARGS="$QM9_ARGS --patience $QM9_PATIENCE"
+has() { case " $STAGES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 IDENTREP_PROGRESS_SECONDS=0
 export IDENTREP_DATA=${IDENTREP_DATA:-$PWD/.devdata}
 LOGS=$WORK/logs
@@ -27,42 +45,57 @@ mkdir -p "$OUT" "$LOGS"
 T0=$(date +%s)
 log() { echo "[$(($(date +%s) - T0)) s] $*"; }
 
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
 echo "cores $(nproc)"
 $PY -c "import sys, numpy, scipy, sklearn, pandas, torch; print(sys.version.split()[0], 'numpy', numpy.__version__, 'scipy', scipy.__version__, 'sklearn', sklearn.__version__, 'pandas', pandas.__version__, 'torch', torch.__version__, 'cuda', torch.cuda.is_available())"
 
 n_runs=$(($(echo $DIMS | wc -w) * 2))
 threads=$(($(nproc) / n_runs))
 threads=$((threads > 0 ? threads : 1))
-log "QM9: $n_runs runs (d in $DIMS, seeds 0 1), $threads threads and $BUDGET s each"
-for d in $DIMS; do
+has qm9 && log "QM9: $n_runs runs (d in $DIMS, seeds 0 1), $threads threads and $BUDGET s each"
+has qm9 && for d in $DIMS; do
   for s in 0 1; do
     # shellcheck disable=SC2086
     OMP_NUM_THREADS=$threads $PY benchmarks/qm9_logged.py --device "$DEVICE" \
       --max-time "$BUDGET" --latent-dims "$d" --seeds 2 --where "seed=$s" \
-      --max-epochs 300 --out "$WORK/d${d}s${s}" $QM9_ARGS \
+      --max-epochs 300 --out "$RUNS/d${d}s${s}" $QM9_ARGS \
       >"$LOGS/qm9_d${d}_s${s}.log" 2>&1 &
   done
 done
 
-log "MTLCM on CUDA"
-timeout 170 $PY benchmarks/bench_cuda.py --json "$OUT/bench_cuda.json" 2>&1 |
-  tee "$LOGS/bench_cuda.txt"
+if has cuda; then
+  log "MTLCM on CUDA"
+  timeout 170 $PY benchmarks/bench_cuda.py --json "$OUT/bench_cuda.json" 2>&1 |
+    tee "$LOGS/bench_cuda.txt"
+fi
 
-log "CUDA unit tests"
-timeout 200 $PY -m pytest -q -p no:cacheprovider -m gpu tests/unit \
-  >"$LOGS/gpu_tests.txt" 2>&1
-grep -E "passed|failed|error" "$LOGS/gpu_tests.txt" | tail -8
+if has tests; then
+  log "CUDA unit tests"
+  timeout 200 $PY -m pytest -q -p no:cacheprovider -m gpu tests/unit \
+    >"$LOGS/gpu_tests.txt" 2>&1
+  grep -E "passed|failed|error" "$LOGS/gpu_tests.txt" | tail -8
+fi
 
 log "waiting for the QM9 runs"
 while [ -n "$(jobs -rp)" ]; do
   sleep 30
   log "epochs: $(for f in "$LOGS"/qm9_d*.log; do grep -o '[0-9]*/300 epochs' "$f" | tail -n 1 | cut -d/ -f1; done | tr '\n' ' ')"
 done
+has qm9 || { tar czf "$OUT/logs.tar.gz" -C "$WORK" logs; log "done"; exit 0; }
 log "QM9 runs ended"
 for f in "$LOGS"/qm9_d*.log; do echo "== $f"; tail -n 4 "$f"; done
+if [ -n "$CKPT" ]; then
+  tar czf "$OUT/qm9_ckpt.tar.gz" -C "$CKPT" --exclude='./*/latents' .
+  if grep -q "paused; run the same command" "$LOGS"/qm9_d*.log; then
+    log "runs paused (their checkpoints are in qm9_ckpt.tar.gz): no report yet"
+    grep -h "qm9_logged\] qm9-" "$LOGS"/qm9_d*.log
+    tar czf "$OUT/logs.tar.gz" -C "$WORK" logs
+    log "done"
+    exit 0
+  fi
+fi
 mkdir -p "$WORK/all/records" "$WORK/all/latents"
-for run in "$WORK"/d*s*; do
+for run in "$RUNS"/d*s*; do
   cp "$run"/records/*.json "$WORK/all/records/" 2>/dev/null
   cp "$run"/latents/* "$WORK/all/latents/" 2>/dev/null
 done
