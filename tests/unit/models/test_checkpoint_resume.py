@@ -63,7 +63,9 @@ def test_mtrn_stopped_and_resumed_is_the_same_fit(data, tmp_path):
     assert plain.history_["stopped_early"]
     path = tmp_path / "mtrn.ckpt"
     resumed, calls = _sessions(
-        lambda: MTRN(random_state=seed, max_time=1e-9, checkpoint=path, **MTRN_SETTINGS),
+        lambda: MTRN(
+            random_state=seed, max_time=1e-9, checkpoint=path, **MTRN_SETTINGS
+        ),
         fit,
     )
     assert calls == plain.history_["n_epochs"]  # one epoch per fit
