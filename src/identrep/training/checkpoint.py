@@ -56,6 +56,46 @@ def module_digest(module: nn.Module) -> str:
     return h.hexdigest()
 
 
+def _hash_into(h, obj: Any) -> None:
+    """Feed the tensors (and numbers) of a batch, however nested, into ``h``."""
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach().cpu().contiguous()
+        h.update(f"{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    elif isinstance(obj, dict):
+        for k in sorted(obj, key=str):
+            h.update(str(k).encode())
+            _hash_into(h, obj[k])
+    elif isinstance(obj, (tuple, list)):
+        for item in obj:
+            _hash_into(h, item)
+    else:
+        h.update(repr(obj).encode())
+
+
+def batch_digest(source: Any) -> str | None:
+    """SHA-256 of the first batch of a batch source, without moving it on.
+
+    A source with ``state_dict`` has its state put back after the batch is drawn;
+    a sequence is indexed. None for an empty or absent source.
+    """
+    if source is None:
+        return None
+    if isinstance(source, Sequence):
+        first = source[0] if len(source) else None
+    else:
+        state = source.state_dict()
+        try:
+            first = next(iter(source), None)
+        finally:
+            source.load_state_dict(state)
+    if first is None:
+        return None
+    h = hashlib.sha256()
+    _hash_into(h, first)
+    return h.hexdigest()
+
+
 def _shapes(module: nn.Module) -> dict[str, str]:
     return {
         k: f"{tuple(v.shape)} {v.dtype}".replace("torch.", "")
@@ -154,6 +194,8 @@ class Checkpointer:
             "parts": sorted(self.parts),
             "parameters": _shapes(module),
             "initial_state": module_digest(module),
+            "first_train_batch": batch_digest(parts.get("train_batches")),
+            "first_val_batch": batch_digest(parts.get("val_batches")),
         }
         self._last_epoch, self._last_time = -1, time.perf_counter()
 
@@ -245,6 +287,12 @@ class Checkpointer:
                     "the module's initial parameters differ (another random_state, "
                     "other data for a data-dependent initialisation, or another "
                     "architecture)"
+                )
+            elif key.startswith("first_"):
+                which = "training" if key == "first_train_batch" else "validation"
+                diffs.append(
+                    f"the first {which} batch differs (other data, another split "
+                    "or another batch order)"
                 )
             else:
                 diffs.append(f"{key} {_show(there)} there, {_show(here)} here")

@@ -77,7 +77,7 @@ def test_mtrn_stopped_and_resumed_is_the_same_fit(data, tmp_path):
     _same_fit(plain, again)
 
 
-def test_mtrn_refuses_the_checkpoint_of_another_seed(data, tmp_path, seed):
+def test_mtrn_refuses_the_checkpoint_of_another_run(data, tmp_path, seed):
     path = tmp_path / "mtrn.ckpt"
     MTRN(random_state=seed, max_time=1e-9, checkpoint=path, **MTRN_SETTINGS).fit(
         data.X, data.y, task_ids=data.task_ids
@@ -85,6 +85,10 @@ def test_mtrn_refuses_the_checkpoint_of_another_seed(data, tmp_path, seed):
     other = MTRN(random_state=seed + 1, checkpoint=path, **MTRN_SETTINGS)
     with pytest.raises(CheckpointError, match="initial parameters differ"):
         other.fit(data.X, data.y, task_ids=data.task_ids)
+    same = MTRN(random_state=seed, checkpoint=path, **MTRN_SETTINGS)
+    bent = np.sign(data.y) * np.abs(data.y) ** 1.5  # other targets, same shapes
+    with pytest.raises(CheckpointError, match="first training batch differs"):
+        same.fit(data.X, bent, task_ids=data.task_ids)
     wider = MTRN(
         random_state=seed, checkpoint=path, **{**MTRN_SETTINGS, "batch_size": 32}
     )

@@ -50,10 +50,10 @@ def _data(seed):
 SETTINGS = dict(lr=3e-2, max_epochs=40, patience=4, lr_schedule="cosine")
 
 
-def _run(seed, init_seed=None, width=16, **kw):
+def _run(seed, init_seed=None, width=16, data_seed=None, **kw):
     """One fit_module call as an estimator makes it: a fresh module with a seeded
     initialisation, fresh batch sources with their seed, training under seeded()."""
-    x, y = _data(seed)
+    x, y = _data(seed if data_seed is None else data_seed)
     with seeded(seed if init_seed is None else init_seed):
         net = _Net(width)
     train = TensorBatches(x[:200], y[:200], batch_size=32, seed=seed)
@@ -182,6 +182,8 @@ def test_a_checkpoint_of_another_run_is_refused(tmp_path, seed):
         _run(seed, checkpoint=path, max_epochs=50)  # the cosine plan changes
     with pytest.raises(CheckpointError, match="initial parameters differ"):
         _run(seed, init_seed=seed + 1, checkpoint=path)
+    with pytest.raises(CheckpointError, match="first training batch differs"):
+        _run(seed, data_seed=seed + 1, checkpoint=path)
     with pytest.raises(
         CheckpointError, match=r"body\.0\.weight \(16, 3\) float32 there, \(8, 3\)"
     ):
