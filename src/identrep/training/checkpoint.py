@@ -16,9 +16,10 @@ Resuming checks that the checkpoint belongs to the same run: the same training
 settings, the same parameter names, shapes and dtypes, the same number of batches
 per epoch, and the same initial parameters (a digest of the module's state when
 ``fit_module`` was entered, so a different seed, data-dependent initialisation or
-architecture is caught). A mismatch raises :class:`~identrep.exceptions.
-CheckpointError` naming every difference; so does a file that is not a readable
-checkpoint.
+architecture is caught) and the same first training and validation batches (other
+data of the same shapes). A mismatch raises
+:class:`~identrep.exceptions.CheckpointError` naming every difference; so does a
+file that is not a readable checkpoint.
 """
 
 from __future__ import annotations
@@ -186,9 +187,8 @@ class Checkpointer:
         self.every, self.seconds = every, seconds
         self.module, self.optimizer = module, optimizer
         self.parts = _stateful(parts)
-        self.device = next(
-            (p.device for p in module.parameters()), None
-        )  # where the global CUDA generator matters
+        # the module's device: whether the global CUDA generator is part of the run
+        self.device = next((p.device for p in module.parameters()), None)
         self.fingerprint = {
             **settings,
             "parts": sorted(self.parts),
