@@ -170,7 +170,8 @@ class MTRN(
         ``fit`` that finds it continues the run from it (same data and settings,
         e.g. a later ``fit`` after ``max_time`` stopped one), to the same bits as
         a run never stopped; the schedule then ignores ``max_time``
-        (:func:`~identrep.training.fit_module`).
+        (:func:`~identrep.training.fit_module`). One file per run: fits running
+        at once (clones in a search) must not share it.
     device : str, default="cpu"
         Torch device ("cuda", or "auto" for CUDA when available).
     dtype : {"float32", "float64"}, default="float32"
