@@ -6,8 +6,10 @@ each other. The MTLCM runs at d = 5-40 of ``docs/results/table3_report.md`` were
 measured in a folder that no longer exists: their per-run rows survive in
 ``table3_results.csv`` and their cross-seed MCCs (x100, two decimals) in the
 report's table. This script takes the runs of ``--run`` (records and latents, as
-``identrep report`` does), adds the kept models' rows of the old CSV for the
-configurations ``--run`` lacks, with the old report's cross-seed numbers, and
+``identrep report`` does; ``--run`` may be given several times, each as ``DIR`` or
+``DIR:M1,M2`` to take only those models' records from DIR, and no model and
+n_latents may come from two folders), adds the kept models' rows of the old CSV
+for the configurations the runs lack, with the old report's cross-seed numbers, and
 writes ``report.md``, ``report.tex``, ``results.csv`` and ``plots/`` to ``--out``
 through the study's own report code. It then checks that every kept row of the
 old report appears unchanged in the new one, and fails if not. Run from the
@@ -16,6 +18,9 @@ repository root, e.g.::
     PYTHONPATH=src python benchmarks/table3_merge_report.py --run /tmp/t3 \\
         --old-csv docs/results/table3_results.csv \\
         --old-report docs/results/table3_report.md --keep MTLCM --out /tmp/merged
+
+    PYTHONPATH=src python benchmarks/table3_merge_report.py --run /tmp/t3 \
+        --run /tmp/mtlcm_d40:MTLCM --run /tmp/mtlcm_d80:MTLCM ...
 """
 
 from __future__ import annotations
@@ -86,9 +91,48 @@ def _absent(frame: pd.DataFrame, have: set) -> list[bool]:
     return [(m, int(d)) not in have for m, d in pairs]
 
 
+def load_runs(specs: list[str]) -> tuple[list[dict], pd.DataFrame, pd.DataFrame]:
+    """Records, their rows and their cross-seed summary from every ``DIR`` or
+    ``DIR:M1,M2`` of ``specs`` (each folder scored from its own latents)."""
+    records, frames, cross = [], [], []
+    seen: dict[tuple[str, int], str] = {}
+    for spec in specs:
+        folder, _, models = spec.partition(":")
+        recs = load_records(folder)
+        if models:
+            wanted = set(models.split(","))
+            recs = [r for r in recs if r["config"]["model"] in wanted]
+        if not recs:
+            raise ValueError(f"--run {spec}: no records of the wanted models there.")
+        for key in {
+            (r["config"]["model"], int(r["config"]["n_latents"])) for r in recs
+        }:
+            if key in seen:
+                raise ValueError(
+                    f"{key[0]} n_latents={key[1]} is in both {seen[key]} and "
+                    f"{folder}; give each model and n_latents one folder "
+                    "(--run DIR:MODELS)."
+                )
+            seen[key] = folder
+        records += recs
+        frames.append(records_to_frame(recs))
+        cross.append(cross_seed_summary(recs, folder))
+    return (
+        records,
+        pd.concat(frames, ignore_index=True),
+        pd.concat(cross, ignore_index=True),
+    )
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--run", required=True, help="table3 folder: records/, latents/")
+    ap.add_argument(
+        "--run",
+        required=True,
+        action="append",
+        help="table3 folder (records/, latents/), or DIR:M1,M2 for some models only; "
+        "repeatable",
+    )
     ap.add_argument("--old-csv", required=True)
     ap.add_argument("--old-report", required=True)
     ap.add_argument("--keep", nargs="+", default=["MTLCM"])
@@ -98,15 +142,15 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     keep = set(args.keep)
 
-    records = load_records(args.run)
-    new = records_to_frame(records)
-    cross_new = cross_seed_summary(records, args.run)
+    records, new, cross_new = load_runs(args.run)
     have = {(m, int(d)) for m, d in zip(new["model"], new["n_latents"], strict=True)}
     old = pd.read_csv(args.old_csv)
     old = old[old["model"].isin(keep)]
-    old = old[_absent(old, have)]
     old_text = Path(args.old_report).read_text(encoding="utf-8")
+    # parsed before dropping the rows the runs replace: every kept report row
+    # must still have its CSV rows
     cross_old = old_cross_seed(old_text, keep, old)
+    old = old[_absent(old, have)]
     cross_old = cross_old[_absent(cross_old, have)]
 
     spec = get_study("table3").report
@@ -126,9 +170,14 @@ def main(argv=None):
         text += f"\n## Failed runs ({len(failed)})\n\n" + "".join(
             f"- `{rid}`: {err}\n" for rid, err in failed
         )
+    folders = ", ".join(
+        f"`{Path(f).name}`" + (f" ({m})" if m else "")
+        for f, _, m in (spec.partition(":") for spec in args.run)
+    )
     header = (
         "# identrep results\n\nRebuilt with `benchmarks/table3_merge_report.py`: "
-        f"the records in `records/` plus the {', '.join(sorted(keep))} rows at "
+        f"the records of the run folders {folders} plus the "
+        f"{', '.join(sorted(keep))} rows at "
         f"n_latents {', '.join(str(int(d)) for d in sorted(set(old['n_latents'])))} "
         "kept from the previous report (their latents are not stored).\n\n"
     )
