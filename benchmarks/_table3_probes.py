@@ -1,12 +1,14 @@
 """What the Table 3 baseline probes share: their arguments, the study's
-configurations, a study folder's stored latents, one refit and the cross-seed
-agreement (``table3_subset_probe.py``, ``table3_all_materials_probe.py``)."""
+configurations, a study folder's stored latents, one refit (optionally on a
+budget of gradient steps instead of epochs) and the cross-seed agreement
+(``table3_subset_probe.py``, ``table3_all_materials_probe.py``)."""
 
 from __future__ import annotations
 
 import argparse
 import glob
 import itertools
+import math
 import time
 
 import numpy as np
@@ -14,6 +16,7 @@ import numpy as np
 from identrep.experiments.studies import _chen2024 as chen
 from identrep.experiments.studies.chen2024_table3 import BASELINE_SETTINGS, grid
 from identrep.metrics import mcc
+from identrep.training import split_within_tasks
 
 
 def probe_parser(description: str, d: int, seeds: list[int]) -> argparse.ArgumentParser:
@@ -47,12 +50,67 @@ def stored_latents(run: str, config) -> np.ndarray:
     return np.load(paths[0])["latents"].astype(float)
 
 
-def refit(config, X, Y):
+def steps_per_epoch(model, Y: np.ndarray) -> int:
+    """Optimiser steps in one epoch of ``model`` (unfitted) on the wide targets
+    ``Y``: its training rows (every observed (material, task) pair less the
+    per-task validation share, :func:`split_within_tasks`) in batches of
+    ``batch_size``, the last one partial (as ``IndexBatches`` cuts them)."""
+    task_ids = np.nonzero(~np.isnan(Y))[1]
+    train, _ = split_within_tasks(task_ids, model.val_fraction, 0)
+    return math.ceil(len(train) / model.batch_size)
+
+
+class StepChunks:
+    """Re-iterable batches whose every pass (one "epoch" of ``fit_module``: one
+    validation, one chance to be the restored best state) is the next
+    ``n_steps`` batches of ``batches``, starting a new (reshuffled) pass of
+    ``batches`` whenever one ends. With ``n_steps = len(batches)`` it yields the
+    same sequence as ``batches`` itself."""
+
+    def __init__(self, batches, n_steps: int):
+        self.batches, self.n_steps = batches, int(n_steps)
+        self.passes = 0  # passes of ``batches`` started
+        self._it = None
+
+    def __len__(self) -> int:
+        return self.n_steps
+
+    def __iter__(self):
+        for _ in range(self.n_steps):
+            batch = next(self._it, None) if self._it is not None else None
+            if batch is None:
+                self._it = iter(self.batches)
+                self.passes += 1
+                batch = next(self._it)
+            yield batch
+
+
+def refit(config, X, Y, steps: int | None = None):
     """The study's baseline of ``config`` (its settings and model seed) fitted on
-    ``(X, Y)``; returns the model and its CPU seconds."""
+    ``(X, Y)``; returns the model and its CPU seconds.
+
+    ``steps``: train for ``max_epochs`` (the study's 10) chunks of ``steps``
+    optimiser steps each (:class:`StepChunks`, validated and checkpointed after
+    each chunk as after an epoch) instead of 10 passes over the data, so that
+    fits on data of different sizes can take the same number of steps. The
+    model then has ``probe_steps_`` (steps per chunk), ``natural_steps_`` (steps
+    per pass of its data) and ``passes_`` (passes started)."""
     t0 = time.process_time()
     model = chen.baseline_estimator(config, config.model_seed(), BASELINE_SETTINGS)
+    if steps is not None:
+        fit_module = model._fit_module
+        chunks = {}
+
+        def chunked(module, loss_fn, train_batches, val_batches=None, **kw):
+            chunks["c"] = StepChunks(train_batches, steps)
+            model.natural_steps_ = len(train_batches)
+            return fit_module(module, loss_fn, chunks["c"], val_batches, **kw)
+
+        model._fit_module = chunked  # this instance only; the class is untouched
     model.fit(X, Y)
+    if steps is not None:
+        del model._fit_module
+        model.probe_steps_, model.passes_ = steps, chunks["c"].passes
     return model, time.process_time() - t0
 
 
