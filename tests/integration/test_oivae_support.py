@@ -113,7 +113,13 @@ def test_prox_sgd_support_does_not_follow_the_initial_scale(seed):
     ``group_lasso`` reopens it by at most ``lr_w * (|g| - group_lasso)`` before
     the fit ends (such stragglers were at most 0.005 here).
 
-    Observed (``--lasso`` 0.1, ``lr_w`` 0.05, batch 256; about 2-3 s CPU a fit):
+    ``generator_l2`` 0.1: with the default (1 / n = 5e-4) W keeps shrinking as
+    the group networks grow (the largest norms fell from 0.35-0.44 at 40 epochs
+    to 0.26-0.28 at 80, seed 0) and minibatch noise leaves off-links at up to
+    10% of the largest norm, so the support is not settled at these budgets;
+    the prior on the networks pins the scale.
+
+    Observed (``group_lasso`` 0.1, ``lr_w`` 0.05, batch 256; 2-3 s CPU a fit):
     seeds 0 and 2, both proximal-SGD fits exactly the true support; seed 1, a
     latent lost (groups 2-3 without links at scale 1, on latent 0's latent at
     scale 3): about one seed in three ends in that optimum, so the gate is seed 0
@@ -123,7 +129,8 @@ def test_prox_sgd_support_does_not_follow_the_initial_scale(seed):
     """
     X, groups = _two_latents(seed)
     kw = dict(groups=groups, group_lasso=0.1, lr_w=0.05, lr=1e-2, batch_size=256,
-              hidden_sizes=(16,), val_fraction=0.0, random_state=seed)  # fmt: skip
+              hidden_sizes=(16,), val_fraction=0.0, random_state=seed,
+              generator_l2=0.1)  # fmt: skip
 
     def fit(scale, epochs, **extra):
         with warnings.catch_warnings():

@@ -220,8 +220,8 @@ def test_networks_adam_never_moves_w():
 
 
 def test_sgd_prox_leaves_exact_zeros_and_support_is_nonzero():
-    # a weak penalty: some links end exactly at 0 (observed 2 of 10), the others
-    # well above it (observed >= 0.05), and support_ is exactly the non-zero ones
+    # a weak penalty: some links end exactly at 0 (observed 1 of 10), the others
+    # well above it (observed >= 0.075), and support_ is exactly the non-zero ones
     X = _two_factor_data(400)
     m = OIVAE(
         n_latents=2, group_lasso=0.03, lr_w=0.05, max_epochs=40, batch_size=64,
@@ -240,9 +240,10 @@ def test_sgd_prox_leaves_exact_zeros_and_support_is_nonzero():
 
 
 def test_generator_prior_default_follows_the_variant():
-    assert OIVAE()._generator_l2() == pytest.approx(0.1)
-    assert OIVAE(w_optimizer="adam")._generator_l2() == 0.0
-    assert OIVAE(w_optimizer="adam", generator_l2=0.5)._generator_l2() == 0.5
+    # the paper's N(0, 1) prior counted once against the n training rows
+    assert OIVAE()._generator_l2(400) == pytest.approx(1 / 400)
+    assert OIVAE(w_optimizer="adam")._generator_l2(400) == 0.0
+    assert OIVAE(w_optimizer="adam", generator_l2=0.5)._generator_l2(400) == 0.5
 
 
 @pytest.mark.parametrize(
