@@ -66,9 +66,9 @@ PRIOR_WEIGHT = 1.0
 #: SGD on W"). Passed to the OI-VAE only, through :func:`make_estimator`.
 OIVAE_GROUP_LASSO = {
     "moran2022_table4": 0.01,
-    "moran2022_table2": None,
-    "moran2022_table1b": None,
-    "moran2022_table1a": None,
+    "moran2022_table2": 0.1,
+    "moran2022_table1b": 0.1,
+    "moran2022_table1a": 0.1,
 }
 #: Labelled variant rows (not rows of the paper): name -> (class name, the
 #: parameters it overrides, as a function of the configuration).
