@@ -137,6 +137,9 @@ class GroupedDecoder(nn.Module):
     hidden_sizes : sequence of int
         Hidden widths of every group network (empty: linear).
     activation : str
+    init_scale : float, default=1.0
+        Standard deviation of the N(0, init_scale^2) initial W (the authors'
+        N(0, 1)).
 
     Examples
     --------
@@ -152,6 +155,7 @@ class GroupedDecoder(nn.Module):
         group_dim: int,
         hidden_sizes: Sequence[int],
         activation: str,
+        init_scale: float = 1.0,
     ):
         super().__init__()
         g = torch.as_tensor(list(groups), dtype=torch.int64)
@@ -167,7 +171,10 @@ class GroupedDecoder(nn.Module):
         self.n_groups, self.width = n_groups, width
         self.n_latents, self.group_dim = int(n_latents), int(group_dim)
         # "large so that the prox does not kill them early" (the authors' choice)
-        self.W = nn.Parameter(torch.randn(n_groups, self.group_dim, self.n_latents))
+        W = torch.randn(n_groups, self.group_dim, self.n_latents)
+        if init_scale != 1.0:  # the default leaves the draws untouched
+            W = W * float(init_scale)
+        self.W = nn.Parameter(W)
         dims = (self.group_dim, *(int(h) for h in hidden_sizes), width)
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()

@@ -422,3 +422,15 @@ def test_learner_epochs_sets_every_models_budget_and_is_checked(capsys):
     for c in t4.grid(seeds=1, max_epochs=4):
         assert c.run_id in listed
     assert t4.grid(seeds=1)[0].run_id not in listed
+
+
+def test_oivae_group_lasso_per_table_reaches_only_the_oivae():
+    # every table's OI-VAE gets the table's validation-chosen weight and the
+    # default training (proximal SGD on W); no other row takes group_lasso
+    for table, lam in mo.OIVAE_GROUP_LASSO.items():
+        est = mo.make_estimator(_tiny("OIVAE", table), 0, "categorical")
+        assert lam is not None and est.group_lasso == lam
+        assert est.w_optimizer == "sgd"
+    vae = mo.make_estimator(_tiny("VAE", "moran2022_table4"), 0, "gaussian")
+    assert "group_lasso" not in vae.get_params()
+    assert "OI-VAE" in mo.SETTINGS_NOTE
