@@ -1,5 +1,5 @@
-"""Rebuild Table 3's report from a study folder plus rows kept from an earlier
-report whose latents are gone.
+"""Rebuild a study's report (Chen et al. Table 1 or 3) from run folders plus rows
+kept from an earlier report whose records or latents are gone.
 
 ``identrep report DIR`` needs every run's stored latents to score seeds against
 each other. The MTLCM runs at d = 5-40 of ``docs/results/table3_report.md`` were
@@ -15,12 +15,21 @@ through the study's own report code. It then checks that every kept row of the
 old report appears unchanged in the new one, and fails if not. Run from the
 repository root, e.g.::
 
-    PYTHONPATH=src python benchmarks/table3_merge_report.py --run /tmp/t3 \\
+    PYTHONPATH=src python benchmarks/merge_report.py --run /tmp/t3 \\
         --old-csv docs/results/table3_results.csv \\
         --old-report docs/results/table3_report.md --keep MTLCM --out /tmp/merged
 
-    PYTHONPATH=src python benchmarks/table3_merge_report.py --run /tmp/t3 \
+    PYTHONPATH=src python benchmarks/merge_report.py --run /tmp/t3 \
         --run /tmp/mtlcm_d40:MTLCM --run /tmp/mtlcm_d80:MTLCM ...
+
+A configuration is (model, n_causal, n_latents). ``--study table1`` rebuilds
+Table 1, whose report has no cross-seed columns (its iVAE and iCaRL rows survive
+only in ``table1_results.csv``)::
+
+    PYTHONPATH=src python benchmarks/merge_report.py --study table1 \
+        --run /tmp/t1_mtlcm:MTLCM --run /work/runs/t1_mt:MT-iVAE \
+        --run /work/runs/t1_mticarl:MT-iCaRL --old-csv docs/results/table1_results.csv \
+        --old-report docs/results/table1_report.md --keep iVAE iCaRL --out /tmp/t1
 """
 
 from __future__ import annotations
@@ -61,23 +70,36 @@ def _table_rows(text: str) -> tuple[list[str], list[list[str]]]:
     return [c.strip() for c in lines[0].strip("|").split("|")], body
 
 
-def old_cross_seed(text: str, keep: set[str], old: pd.DataFrame) -> pd.DataFrame:
+def _row_key(row: dict) -> tuple[str, int, int]:
+    """(model, n_causal, n_latents) of a report row (a study without n_causal in
+    its table, Table 3, has 0 there)."""
+    return row["model"], int(row.get("n_causal", 0)), int(row["n_latents"])
+
+
+def _keys(frame: pd.DataFrame) -> list[tuple[str, int, int]]:
+    cols = zip(frame["model"], frame["n_causal"], frame["n_latents"], strict=True)
+    return [(m, int(k), int(d)) for m, k, d in cols]
+
+
+def old_cross_seed(
+    text: str, keep: set[str], old: pd.DataFrame, study: str
+) -> pd.DataFrame:
     """Cross-seed mean and std (fractions) of the kept models, parsed from the old
     report, keyed on the study's group fields (filled from the old CSV)."""
     head, body = _table_rows(text)
-    keys = ["table", "model", *get_study("table3").report.group]
+    keys = ["table", "model", *get_study(study).report.group]
     rows = []
     for cells in body:
         row = dict(zip(head, cells, strict=True))
         if row["model"] not in keep:
             continue
-        d = int(row["n_latents"])
-        first = old[(old["model"] == row["model"]) & (old["n_latents"] == d)]
+        key = _row_key(row)
+        first = old[[k == key for k in _keys(old)]]
         if not len(first):
-            raise ValueError(f"{row['model']} d={d} is in the report, not the CSV.")
+            raise ValueError(f"{key} is in the report, not the CSV.")
         out = {k: first.iloc[0][k] for k in keys}
         for col, metric in _CROSS.items():
-            m = _PM.match(row[col])
+            m = _PM.match(row.get(col, ""))
             if m:
                 out[f"{metric}_mean"] = float(m.group(1)) / 100
                 out[f"{metric}_std"] = float(m.group(2)) / 100
@@ -86,9 +108,8 @@ def old_cross_seed(text: str, keep: set[str], old: pd.DataFrame) -> pd.DataFrame
 
 
 def _absent(frame: pd.DataFrame, have: set) -> list[bool]:
-    """Rows whose (model, n_latents) the new runs do not have."""
-    pairs = zip(frame["model"], frame["n_latents"], strict=True)
-    return [(m, int(d)) not in have for m, d in pairs]
+    """Rows whose (model, n_causal, n_latents) the new runs do not have."""
+    return [k not in have for k in _keys(frame)]
 
 
 def load_runs(specs: list[str]) -> tuple[list[dict], pd.DataFrame, pd.DataFrame]:
@@ -104,13 +125,11 @@ def load_runs(specs: list[str]) -> tuple[list[dict], pd.DataFrame, pd.DataFrame]
             recs = [r for r in recs if r["config"]["model"] in wanted]
         if not recs:
             raise ValueError(f"--run {spec}: no records of the wanted models there.")
-        for key in {
-            (r["config"]["model"], int(r["config"]["n_latents"])) for r in recs
-        }:
+        for key in {_row_key(r["config"]) for r in recs}:
             if key in seen:
                 raise ValueError(
-                    f"{key[0]} n_latents={key[1]} is in both {seen[key]} and "
-                    f"{folder}; give each model and n_latents one folder "
+                    f"{key[0]} n_causal={key[1]} n_latents={key[2]} is in both "
+                    f"{seen[key]} and {folder}; give each configuration one folder "
                     "(--run DIR:MODELS)."
                 )
             seen[key] = folder
@@ -130,9 +149,10 @@ def main(argv=None):
         "--run",
         required=True,
         action="append",
-        help="table3 folder (records/, latents/), or DIR:M1,M2 for some models only; "
+        help="run folder (records/, latents/), or DIR:M1,M2 for some models only; "
         "repeatable",
     )
+    ap.add_argument("--study", default="table3", choices=["table1", "table3"])
     ap.add_argument("--old-csv", required=True)
     ap.add_argument("--old-report", required=True)
     ap.add_argument("--keep", nargs="+", default=["MTLCM"])
@@ -143,17 +163,17 @@ def main(argv=None):
     keep = set(args.keep)
 
     records, new, cross_new = load_runs(args.run)
-    have = {(m, int(d)) for m, d in zip(new["model"], new["n_latents"], strict=True)}
+    have = set(_keys(new))
     old = pd.read_csv(args.old_csv)
     old = old[old["model"].isin(keep)]
     old_text = Path(args.old_report).read_text(encoding="utf-8")
     # parsed before dropping the rows the runs replace: every kept report row
     # must still have its CSV rows
-    cross_old = old_cross_seed(old_text, keep, old)
+    cross_old = old_cross_seed(old_text, keep, old, args.study)
     old = old[_absent(old, have)]
     cross_old = cross_old[_absent(cross_old, have)]
 
-    spec = get_study("table3").report
+    spec = get_study(args.study).report
     df = pd.concat([new, old], ignore_index=True)
     df = df.sort_values(["table", "model", *spec.sort, "seed"]).reset_index(drop=True)
     cross = pd.concat([cross_new, cross_old], ignore_index=True)
@@ -175,11 +195,12 @@ def main(argv=None):
         for f, _, m in (spec.partition(":") for spec in args.run)
     )
     header = (
-        "# identrep results\n\nRebuilt with `benchmarks/table3_merge_report.py`: "
+        "# identrep results\n\nRebuilt with `benchmarks/merge_report.py`: "
         f"the records of the run folders {folders} plus the "
         f"{', '.join(sorted(keep))} rows at "
         f"n_latents {', '.join(str(int(d)) for d in sorted(set(old['n_latents'])))} "
-        "kept from the previous report (their latents are not stored).\n\n"
+        "kept from the previous report (their records or latents are not "
+        "stored).\n\n"
     )
     atomic_write_text(out / "report.md", header + text + figures)
     atomic_write_text(out / "report.tex", build_latex(summ))
@@ -187,12 +208,14 @@ def main(argv=None):
 
     # every kept row of the old report's first table, unchanged
     new_lines = set(text.splitlines())
+    head, body = _table_rows(old_text)
+    kept_keys = set(_keys(old))
+    # (the header repeats "ours − paper", so rows are rebuilt from their cells)
     kept = [
-        ln
-        for ln in old_text.splitlines()
-        if ln.startswith("| ")
-        and ln.split("|")[1].strip() in keep
-        and int(ln.split("|")[2]) in set(old["n_latents"])
+        "| " + " | ".join(cells) + " |"
+        for cells in body
+        if cells[0] in keep
+        and _row_key(dict(zip(head, cells, strict=True))) in kept_keys
     ]
     missing = [ln for ln in kept if ln not in new_lines]
     if missing:
