@@ -166,13 +166,16 @@ class OIVAE(HeldoutNLLMixin, BaseVAE):
         whose bars demo uses 1). 0 turns the penalty off.
     lr_w : float, default=1e-2
         Step size of the proximal SGD on W (``w_optimizer="sgd"``). The paper's
-        bars demo uses 1e-4 over 20,000 steps; with the tens to thousands of steps
-        of a typical fit here, 1e-2 lets W travel ``lr_w * steps`` times its
-        gradient, i.e. 5 units of a unit gradient in 500 steps, enough to carry an
-        N(0, 1) link to 0 or to its fixed point, and is stable while the
-        negative ELBO's curvature in a link stays below ``2 / lr_w`` = 200
-        (standardised Gaussian features with ``decoder_var`` 1 have curvature of
-        order 1; small ``decoder_var`` or long count documents multiply it).
+        bars demo uses 1e-4 over 20,000 steps; with the hundreds of steps of a
+        typical fit here, 1e-2 moves W by ``lr_w * steps`` = 5 units of a unit
+        gradient in 500 steps and is stable while the negative ELBO's curvature in
+        a link stays below ``2 / lr_w`` = 200 (standardised Gaussian features
+        with ``decoder_var`` 1 have curvature of order 1). Where the data's
+        gradients on W are small and ``lr_w * steps * group_lasso`` is below the
+        initial norms, the fit ends before W reaches its fixed point and the
+        links left are mostly the initially large ones (Moran et al.'s Table 4
+        genes at ``group_lasso`` 0.01: docs/notes.md, "OI-VAE with proximal SGD on
+        W"; ``lr_w`` 0.5 removed that there).
     w_optimizer : {"sgd", "adam"}, default="sgd"
         "sgd": the paper's training (above). "adam": the earlier training of this
         class, W in the networks' Adam with threshold ``lr * group_lasso`` (kept so
