@@ -17,6 +17,7 @@ __all__ = ["TRAINING_CONSTRAINTS"]
 TRAINING_CONSTRAINTS: dict[str, list] = {
     "lr": [Interval(Real, 0, None, closed="neither")],
     "max_epochs": [Interval(Integral, 1, None, closed="left")],
+    "steps_per_epoch": [Interval(Integral, 1, None, closed="left"), None],
     "batch_size": [Interval(Integral, 1, None, closed="left")],
     "patience": [Interval(Integral, 1, None, closed="left"), None],
     "val_fraction": [Interval(Real, 0, 1, closed="left")],

@@ -11,7 +11,7 @@ import numpy as np
 
 from identrep.experiments.configs import RunConfig
 from identrep.experiments.io import atomic_path, latents_path
-from identrep.experiments.registry import ReportSpec, Study, register_study
+from identrep.experiments.registry import Option, ReportSpec, Study, register_study
 from identrep.experiments.studies import _chen2024 as chen
 from identrep.utils.numerics import causal_mask
 from identrep.utils.seeding import derive_seed
@@ -22,6 +22,7 @@ __all__ = [
     "TABLE3_LATENTS",
     "TABLE3_MTRN",
     "baseline_materials",
+    "baseline_steps_per_epoch",
     "load_real_data",
     "table3_hidden_sizes",
 ]
@@ -73,13 +74,18 @@ def grid(
     models=(),
     mixing: str = "random",
     mixing_source: str = "reference",
+    baseline_materials: int | str | None = None,
+    baseline_steps: int | None = None,
 ) -> list[RunConfig]:
     """21,263 materials, 86 element counts as inputs, 80 derived features as
     tasks; MTRN + MTLCM with 5, 10, 20, 40 and 80 latents, and the baselines
     (trained on a subset of the materials, see TABLE3_BASELINE_MATERIALS).
 
     ``quick`` keeps :data:`QUICK_LATENTS`, 2 seeds and the epoch caps
-    :data:`QUICK_EPOCHS` (said so in the report).
+    :data:`QUICK_EPOCHS` (said so in the report). ``baseline_materials`` and
+    ``baseline_steps`` set the baselines' training data and step budget
+    (:func:`baseline_materials`, :func:`baseline_steps_per_epoch`; new run ids);
+    MTLCM ignores them.
     """
     if mixing != "random" or mixing_source != "reference":
         raise ValueError("table3 is real data: drop --mixing and --mixing-source.")
@@ -103,6 +109,14 @@ def grid(
             seed=s,
             max_epochs=(
                 QUICK_EPOCHS["MTLCM" if m == "MTLCM" else "baseline"] if quick else None
+            ),
+            **(
+                {}
+                if m == "MTLCM"
+                else dict(
+                    baseline_materials=baseline_materials,
+                    baseline_steps=baseline_steps,
+                )
             ),
         )
         for m, d, s in itertools.product(models, dims, range(n_seeds))
@@ -139,7 +153,8 @@ def make_data(config: RunConfig):
 
 def baseline_materials(config: RunConfig, n_rows: int) -> np.ndarray:
     """The sorted row indices of the materials the baselines train on:
-    min(TABLE3_BASELINE_MATERIALS, ``n_rows``) rows drawn without replacement.
+    min(``config.baseline_materials`` (None: TABLE3_BASELINE_MATERIALS),
+    ``n_rows``) rows drawn without replacement, or every row for "all".
 
     The draw depends on the data set's fields only (table, inputs, tasks,
     materials), not on the seed index or the number of latents: the data are the
@@ -152,9 +167,26 @@ def baseline_materials(config: RunConfig, n_rows: int) -> np.ndarray:
         config.n_tasks,
         config.n_samples,
     )
+    if config.baseline_materials == "all":
+        return np.arange(n_rows)
     rng = np.random.default_rng(seed)
-    n_sub = min(TABLE3_BASELINE_MATERIALS, n_rows)
+    n_sub = min(config.baseline_materials or TABLE3_BASELINE_MATERIALS, n_rows)
     return np.sort(rng.choice(n_rows, size=n_sub, replace=False))
+
+
+def baseline_steps_per_epoch(config: RunConfig) -> int | None:
+    """Optimiser steps per epoch of the baselines: ``config.baseline_steps``
+    dealt out over the epoch budget (``config.max_epochs``, else the study's),
+    which must divide it; None (whole passes) without a step budget."""
+    if config.baseline_steps is None:
+        return None
+    epochs = config.max_epochs or BASELINE_SETTINGS["max_epochs"]
+    if config.baseline_steps % epochs:
+        raise ValueError(
+            f"baseline_steps must be a multiple of the {epochs} epochs of the "
+            f"baselines (each epoch is validated); got {config.baseline_steps}."
+        )
+    return config.baseline_steps // epochs
 
 
 def _need(artifacts) -> None:
@@ -199,7 +231,8 @@ def fit_baseline(config: RunConfig, data, model_seed: int, artifacts=None) -> di
     _need(artifacts)
     sub = baseline_materials(config, len(data.X))
     n_sub = len(sub)
-    model = chen.baseline_estimator(config, model_seed, BASELINE_SETTINGS)
+    settings = dict(BASELINE_SETTINGS, steps_per_epoch=baseline_steps_per_epoch(config))
+    model = chen.baseline_estimator(config, model_seed, settings)
     t0 = time.perf_counter()
     model.fit(data.X[sub], data.Y[sub])
     fit_seconds = time.perf_counter() - t0
@@ -207,13 +240,46 @@ def fit_baseline(config: RunConfig, data, model_seed: int, artifacts=None) -> di
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         np.savez_compressed(f, latents=model.transform(data.X).astype(np.float32))
     history = model.history_
-    return {
+    out = {
         "epochs": len(history["train_loss"]),
         "best_epoch": history["best_epoch"],
         "n_train_materials": int(n_sub),
         "fit_seconds": fit_seconds,
     }
+    if model.steps_per_epoch is not None:
+        out["steps_per_epoch"] = int(model.steps_per_epoch)
+    return out
 
+
+def _materials(raw):
+    if raw is None or raw == "all":
+        return raw
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(
+            f"--baseline-materials must be a count or 'all'; got {raw!r}."
+        ) from None
+
+
+BASELINE_OPTIONS = (
+    Option(
+        "--baseline-materials",
+        "baseline_materials",
+        help="materials the baselines train on: a count or 'all' (default: the "
+        f"study's subset of {TABLE3_BASELINE_MATERIALS}; new run ids when set)",
+        metavar="N|all",
+        convert=_materials,
+    ),
+    Option(
+        "--baseline-steps",
+        "baseline_steps",
+        type=int,
+        help="the baselines' budget in optimiser steps, dealt out over their "
+        "epochs (default: whole passes; new run ids when set)",
+        metavar="STEPS",
+    ),
+)
 
 _QUICK = chen.quick_intro(len(TABLE3_LATENTS), (80, 21263), ("n_latents",))
 
@@ -243,7 +309,7 @@ STUDY = register_study(
         make_data=make_data,
         fits=chen.chen_models(fit_mtlcm, fit_baseline),
         published="chen2024_table3_superconductivity.csv",
-        options=chen.MIXING_OPTIONS,
+        options=(*chen.MIXING_OPTIONS, *BASELINE_OPTIONS),
         progress=chen.PROGRESS,
         stores_latents=True,
         report=ReportSpec(
