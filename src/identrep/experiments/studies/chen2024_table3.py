@@ -231,7 +231,8 @@ def fit_baseline(config: RunConfig, data, model_seed: int, artifacts=None) -> di
     _need(artifacts)
     sub = baseline_materials(config, len(data.X))
     n_sub = len(sub)
-    settings = dict(BASELINE_SETTINGS, steps_per_epoch=baseline_steps_per_epoch(config))
+    steps = baseline_steps_per_epoch(config)
+    settings = dict(BASELINE_SETTINGS, steps_per_epoch=steps)
     model = chen.baseline_estimator(config, model_seed, settings)
     t0 = time.perf_counter()
     model.fit(data.X[sub], data.Y[sub])
@@ -246,8 +247,8 @@ def fit_baseline(config: RunConfig, data, model_seed: int, artifacts=None) -> di
         "n_train_materials": int(n_sub),
         "fit_seconds": fit_seconds,
     }
-    if model.steps_per_epoch is not None:
-        out["steps_per_epoch"] = int(model.steps_per_epoch)
+    if steps is not None:
+        out["steps_per_epoch"] = steps
     return out
 
 
