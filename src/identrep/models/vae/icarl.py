@@ -87,7 +87,11 @@ from identrep.models.nn.icarl import (
     NaturalParams,
     TaskExpFamPrior,
 )
-from identrep.models.vae._base import ARCHITECTURE_CONSTRAINTS, TRAINING_CONSTRAINTS
+from identrep.models.vae._base import (
+    ARCHITECTURE_CONSTRAINTS,
+    STEP_BUDGET_CONSTRAINTS,
+    TRAINING_CONSTRAINTS,
+)
 from identrep.models.vae._conditional import (
     ConditionalVAEEstimator,
     TaskEmbeddingMixin,
@@ -265,6 +269,7 @@ class ICaRL(ConditionalVAEEstimator):
     _parameter_constraints: dict[str, list] = {
         **ARCHITECTURE_CONSTRAINTS,
         **TRAINING_CONSTRAINTS,
+        **STEP_BUDGET_CONSTRAINTS,
         "conditioning": [StrOptions({"target", "task", "target+task"})],
         "condition_encoder": ["boolean"],
         "score_matching": [StrOptions({"auto", *SCORE_MATCHING_METHODS})],

@@ -43,6 +43,7 @@ from identrep.models.nn.vae import (
 from identrep.models.vae._base import (
     ARCHITECTURE_CONSTRAINTS,
     ELBO_CONSTRAINTS,
+    STEP_BUDGET_CONSTRAINTS,
     TRAINING_CONSTRAINTS,
     check_elbo_weights,
 )
@@ -193,6 +194,7 @@ class IVAE(ConditionalVAEEstimator):
         **ARCHITECTURE_CONSTRAINTS,
         **ELBO_CONSTRAINTS,
         **TRAINING_CONSTRAINTS,
+        **STEP_BUDGET_CONSTRAINTS,
         "conditioning": [StrOptions({"target", "task", "target+task"})],
         "learn_prior_mean": ["boolean"],
         "condition_encoder": ["boolean"],
