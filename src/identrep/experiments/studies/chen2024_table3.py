@@ -285,6 +285,20 @@ BASELINE_OPTIONS = (
 _QUICK = chen.quick_intro(len(TABLE3_LATENTS), (80, 21263), ("n_latents",))
 
 
+def _trained_on(runs) -> str:
+    """The baselines' training materials (and step budget) as the records say."""
+    if "n_train_materials" not in runs or runs["n_train_materials"].isna().all():
+        return f"one subset of {TABLE3_BASELINE_MATERIALS:,} materials"
+    parts = []
+    for n in sorted(runs["n_train_materials"].dropna().unique()):
+        rows = runs[runs["n_train_materials"] == n]
+        text = f"{int(n):,} materials"
+        if "steps_per_epoch" in rows and rows["steps_per_epoch"].notna().any():
+            text += f" ({int(rows['steps_per_epoch'].max())} optimiser steps an epoch)"
+        parts.append(text)
+    return "one set of " + " / ".join(parts)
+
+
 def _intro(runs) -> str:
     """Smaller budgets (when any), then how the agreement is measured."""
     quick = _QUICK(runs)
@@ -292,7 +306,7 @@ def _intro(runs) -> str:
         "Std over the pairs of seeds (10 pairs for 5 seeds). Strong MCC: "
         "Pearson MCC between the latents of two seeds (MTLCM latents; the "
         "baselines' encoder means q(z | x) of all materials, trained on "
-        "one subset of 3,000 materials, the same for every seed, so that "
+        f"{_trained_on(runs)}, the same for every seed, so that "
         "the seeds differ in the model's seed only); weak MCC: in-sample "
         "CCA, then Spearman MCC, between their standardised MTRN features "
         "(the paper's protocol)."
