@@ -209,3 +209,16 @@ def test_table3_baseline_budget_on_all_materials(tmp_path, monkeypatch):
         RunConfig(table="table1", baseline_steps=100)
     with pytest.raises(ValueError, match="--baseline-materials"):
         table3._materials("most")
+
+
+def test_table3_agreement_refuses_two_settings_in_one_folder(tmp_path):
+    """Subset and all-materials records of one model, d and seed index would
+    be pooled as if they were more seeds: the cross-seed summary refuses."""
+    from identrep.experiments.report import cross_seed_summary
+
+    base = RunConfig(table="table3", model="iVAE", n_causal=0, n_observed=86,
+                     n_tasks=80, n_samples=21263, mixing="none")  # fmt: skip
+    configs = [base, dataclasses.replace(base, baseline_materials="all")]
+    records = [{"config": c.to_dict(), "run_id": c.run_id} for c in configs]
+    with pytest.raises(ValueError, match="share seed indices"):
+        cross_seed_summary(records, tmp_path)
