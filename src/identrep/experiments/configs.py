@@ -79,6 +79,16 @@ class RunConfig(StudyConfig):
         for seed index s (``torch.manual_seed(s); torch.randn(d, d)``), so the
         condition numbers, which bound the attainable MCC, are the paper's;
         "seeded" draws it from the configuration-derived numpy seed.
+    baseline_materials : int, "all" or None
+        Table 3 only: the materials the baselines train on (None: the study's
+        subset, ``TABLE3_BASELINE_MATERIALS``).
+    baseline_steps : int or None
+        Table 3 only: the baselines' budget in optimiser steps, dealt out in
+        epochs of ``baseline_steps / epochs`` steps (None: whole passes).
+
+    ``baseline_materials`` and ``baseline_steps`` enter the record (and the run
+    id's digest) only when set, so the run ids of the other runs are those they
+    had before these fields existed.
     """
 
     table: str
@@ -94,6 +104,8 @@ class RunConfig(StudyConfig):
     mixing_source: Literal["reference", "seeded"] = "reference"
     heads: str | None = None
     max_epochs: int | None = None
+    baseline_materials: int | str | None = None
+    baseline_steps: int | None = None
 
     def __post_init__(self):
         if self.mixing_source not in ("reference", "seeded"):
@@ -112,6 +124,37 @@ class RunConfig(StudyConfig):
                 f"n_causal must lie in [0, n_latents={self.n_latents}]; "
                 f"got {self.n_causal}."
             )
+        self._check_baseline_budget()
+
+    def _check_baseline_budget(self) -> None:
+        m, steps = self.baseline_materials, self.baseline_steps
+        if (m is not None or steps is not None) and self.table != "table3":
+            raise ValueError(
+                "baseline_materials and baseline_steps apply to table3 only; got "
+                f"table={self.table!r}."
+            )
+        if (
+            m is not None
+            and m != "all"
+            and (isinstance(m, bool) or not isinstance(m, int) or m < 1)
+        ):
+            raise ValueError(
+                f"baseline_materials must be an int >= 1, 'all' or None; got {m!r}."
+            )
+        if steps is not None and (
+            isinstance(steps, bool) or not isinstance(steps, int) or steps < 1
+        ):
+            raise ValueError(
+                f"baseline_steps must be an int >= 1 or None; got {steps!r}."
+            )
+
+    def to_dict(self) -> dict:
+        """The fields; the Table 3 baseline budget only when set (see above)."""
+        out = dataclasses.asdict(self)
+        for name in ("baseline_materials", "baseline_steps"):
+            if out[name] is None:
+                del out[name]
+        return out
 
     def data_key(self) -> tuple:
         """Fields that define the data (the model and its settings excluded)."""

@@ -139,6 +139,14 @@ def cross_seed_summary(records: list[dict], out: str | Path) -> pd.DataFrame:
     rows = []
     for key, recs in groups.items():
         recs = sorted(recs, key=lambda r: r["config"]["seed"])
+        seeds = [r["config"]["seed"] for r in recs]
+        if len(set(seeds)) < len(seeds):  # e.g. Table 3 baselines of two budgets
+            raise ValueError(
+                f"{out}: runs of one configuration group {key} share seed indices "
+                f"({sorted(seeds)}): records of different settings (e.g. "
+                "baseline_materials / baseline_steps) are in one folder; keep each "
+                "setting in its own --out folder."
+            )
         row = dict(zip(_group_keys(key[0]), key, strict=True), n_pairs=0)
         if len(recs) >= 2:
             arrays = []

@@ -313,6 +313,7 @@ class TorchEstimatorMixin:
         kwargs = dict(
             lr=float(self.lr),
             max_epochs=int(self.max_epochs),
+            steps_per_epoch=getattr(self, "steps_per_epoch", None),
             val_batches=val_batches,
             patience=self.patience,
             grad_clip=self.grad_clip,

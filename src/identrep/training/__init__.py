@@ -3,6 +3,7 @@ progress display (:class:`Progress`)."""
 
 from identrep.training.loop import (
     IndexBatches,
+    StepBatches,
     TensorBatches,
     fit_module,
     split_within_tasks,
@@ -12,6 +13,7 @@ from identrep.training.progress import Progress
 __all__ = [
     "IndexBatches",
     "Progress",
+    "StepBatches",
     "TensorBatches",
     "fit_module",
     "split_within_tasks",

@@ -8,7 +8,7 @@ from numbers import Integral, Real
 from identrep.training._optim import OPTIMIZERS as _OPTIMIZERS
 from identrep.utils._param_validation import Interval, StrOptions
 
-__all__ = ["TRAINING_CONSTRAINTS"]
+__all__ = ["STEP_BUDGET_CONSTRAINTS", "TRAINING_CONSTRAINTS"]
 
 #: The declared constraints of the training budget, shared by :func:`fit_module`,
 #: the batch helpers, :func:`split_within_tasks` and every torch estimator's
@@ -43,5 +43,14 @@ TRAINING_CONSTRAINTS: dict[str, list] = {
 }
 
 
+#: The optional step budget of :func:`fit_module` (epochs of a fixed number of
+#: optimiser steps), declared by the estimators that offer it (not every one
+#: that trains with :data:`TRAINING_CONSTRAINTS`).
+STEP_BUDGET_CONSTRAINTS: dict[str, list] = {
+    "steps_per_epoch": [Interval(Integral, 1, None, closed="left"), None],
+}
+
+
 def _constraints(*names: str) -> dict[str, list]:
-    return {n: TRAINING_CONSTRAINTS[n] for n in names}
+    known = {**TRAINING_CONSTRAINTS, **STEP_BUDGET_CONSTRAINTS}
+    return {n: known[n] for n in names}

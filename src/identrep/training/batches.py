@@ -25,7 +25,7 @@ from identrep.utils._param_validation import (
 )
 from identrep.utils.seeding import check_random_state
 
-__all__ = ["IndexBatches", "TensorBatches", "split_within_tasks"]
+__all__ = ["IndexBatches", "StepBatches", "TensorBatches", "split_within_tasks"]
 
 
 class IndexBatches:
@@ -217,6 +217,49 @@ class TensorBatches(IndexBatches):
             drop_last=drop_last,
             device=tensors[0].device,
         )
+
+
+class StepBatches:
+    """Epochs of a fixed number of steps cut from the passes of another source.
+
+    Every iteration (one epoch of :func:`~identrep.training.fit_module`: one
+    validation, one chance to be the restored best state) yields the next
+    ``n_steps`` batches of ``batches``, starting a new pass of ``batches`` (for
+    :class:`IndexBatches`, a fresh shuffle) whenever one ends. Training on data
+    of different sizes can so take the same number of optimiser steps. With
+    ``n_steps == len(batches)`` the sequence is that of ``batches`` itself.
+
+    Parameters
+    ----------
+    batches : re-iterable
+        The underlying batch source; must yield at least one batch a pass.
+    n_steps : int
+        Batches per iteration (>= 1).
+    """
+
+    def __init__(self, batches, n_steps: int):
+        validate_parameter_constraints(
+            {"n_steps": _constraints("steps_per_epoch")["steps_per_epoch"][:1]},
+            {"n_steps": n_steps},
+            caller_name=type(self).__name__,
+        )
+        self.batches, self.n_steps = batches, int(n_steps)
+        self.passes = 0  # passes of ``batches`` started
+        self._it: Iterator[Any] | None = None
+
+    def __len__(self) -> int:
+        return self.n_steps
+
+    def __iter__(self) -> Iterator[Any]:
+        for _ in range(self.n_steps):
+            batch = next(self._it, None) if self._it is not None else None
+            if batch is None:
+                self._it = iter(self.batches)
+                self.passes += 1
+                batch = next(self._it, None)
+                if batch is None:
+                    raise ValueError("StepBatches: the batch source yielded no batch.")
+            yield batch
 
 
 @validate_params(_constraints("val_fraction", "rng"))

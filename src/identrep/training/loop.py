@@ -24,7 +24,12 @@ from torch import Tensor, nn
 from identrep.exceptions import ConvergenceWarning
 from identrep.training._constraints import TRAINING_CONSTRAINTS, _constraints
 from identrep.training._optim import make_optimizer as _make_optimizer
-from identrep.training.batches import IndexBatches, TensorBatches, split_within_tasks
+from identrep.training.batches import (
+    IndexBatches,
+    StepBatches,
+    TensorBatches,
+    split_within_tasks,
+)
 from identrep.training.checkpoint import Checkpointer, finished, settings_of
 from identrep.training.progress import Progress
 from identrep.utils._param_validation import validate_params
@@ -32,6 +37,7 @@ from identrep.utils._param_validation import validate_params
 __all__ = [
     "TRAINING_CONSTRAINTS",
     "IndexBatches",
+    "StepBatches",
     "TensorBatches",
     "fit_module",
     "split_within_tasks",
@@ -80,6 +86,7 @@ def _non_finite(bar, desc: str, value: float, epoch: int, lr: float):
         "loss_fn",
         "lr",
         "max_epochs",
+        "steps_per_epoch",
         "patience",
         "min_delta",
         "grad_clip",
@@ -104,6 +111,7 @@ def fit_module(
     *,
     lr: float,
     max_epochs: int,
+    steps_per_epoch: int | None = None,
     val_batches: Iterable | None = None,
     patience: int | None = None,
     min_delta: float = 0.0,
@@ -147,6 +155,13 @@ def fit_module(
         Learning rate.
     max_epochs : int
         Maximum number of passes over ``train_batches``.
+    steps_per_epoch : int, optional
+        Make every epoch exactly this many optimiser steps instead of one pass:
+        the batches of ``train_batches`` are dealt out in epochs of this length
+        (:class:`StepBatches`, a new pass whenever one ends), each followed by
+        validation as after a pass, so training takes ``max_epochs *
+        steps_per_epoch`` steps (fewer with early stopping) whatever the data
+        size. None (default): one pass an epoch. Not with ``checkpoint``.
     val_batches : re-iterable, optional
         Validation batches for early stopping and best-state restoration.
     patience : int, optional
@@ -229,6 +244,14 @@ def fit_module(
     if val_batches is not None:
         _check_reiterable(val_batches, "val_batches")
 
+    if steps_per_epoch is not None:
+        if checkpoint is not None:
+            raise ValueError(
+                "steps_per_epoch cannot be combined with checkpoint (an epoch may "
+                "end inside a pass, which a checkpoint cannot continue); got "
+                f"steps_per_epoch={steps_per_epoch} and checkpoint={checkpoint!r}."
+            )
+        train_batches = StepBatches(train_batches, steps_per_epoch)
     params = [p for p in module.parameters() if p.requires_grad]
     opt = _make_optimizer(optimizer, params, lr, weight_decay)
     n_per_epoch = len(train_batches) if hasattr(train_batches, "__len__") else None

@@ -39,6 +39,7 @@ from identrep.models.nn.vae import (
     Whiten,
 )
 from identrep.models.vae._elbo import VAEBatch, neg_elbo_loss
+from identrep.training._constraints import STEP_BUDGET_CONSTRAINTS
 from identrep.utils._param_validation import Interval, SequenceOf, StrOptions
 from identrep.utils.numerics import column_moments
 from identrep.utils.seeding import seeded
@@ -48,6 +49,7 @@ __all__ = [
     "ARCHITECTURE_CONSTRAINTS",
     "ELBO_CONSTRAINTS",
     "LIKELIHOOD_CONSTRAINTS",
+    "STEP_BUDGET_CONSTRAINTS",
     "TRAINING_CONSTRAINTS",
     "BaseVAE",
     "check_elbo_weights",

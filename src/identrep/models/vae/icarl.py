@@ -87,7 +87,11 @@ from identrep.models.nn.icarl import (
     NaturalParams,
     TaskExpFamPrior,
 )
-from identrep.models.vae._base import ARCHITECTURE_CONSTRAINTS, TRAINING_CONSTRAINTS
+from identrep.models.vae._base import (
+    ARCHITECTURE_CONSTRAINTS,
+    STEP_BUDGET_CONSTRAINTS,
+    TRAINING_CONSTRAINTS,
+)
 from identrep.models.vae._conditional import (
     ConditionalVAEEstimator,
     TaskEmbeddingMixin,
@@ -208,6 +212,10 @@ class ICaRL(ConditionalVAEEstimator):
     lr_schedule : {None, "cosine"}, default="cosine"
     batch_size : int, default=512
     max_epochs : int, default=100
+    steps_per_epoch : int or None, default=None
+        Epochs of exactly this many optimiser steps instead of one pass over the
+        training rows (:func:`~identrep.training.fit_module`), so that fits on
+        data of different sizes can take the same number of steps.
     patience : int or None, default=None
         Early-stopping patience on the validation objective (needs
         ``val_fraction > 0``).
@@ -261,6 +269,7 @@ class ICaRL(ConditionalVAEEstimator):
     _parameter_constraints: dict[str, list] = {
         **ARCHITECTURE_CONSTRAINTS,
         **TRAINING_CONSTRAINTS,
+        **STEP_BUDGET_CONSTRAINTS,
         "conditioning": [StrOptions({"target", "task", "target+task"})],
         "condition_encoder": ["boolean"],
         "score_matching": [StrOptions({"auto", *SCORE_MATCHING_METHODS})],
@@ -290,6 +299,7 @@ class ICaRL(ConditionalVAEEstimator):
         lr_schedule: str | None = "cosine",
         batch_size: int = 512,
         max_epochs: int = 100,
+        steps_per_epoch: int | None = None,
         patience: int | None = None,
         val_fraction: float = 0.0,
         grad_clip: float | None = None,
@@ -315,6 +325,7 @@ class ICaRL(ConditionalVAEEstimator):
         self.lr_schedule = lr_schedule
         self.batch_size = batch_size
         self.max_epochs = max_epochs
+        self.steps_per_epoch = steps_per_epoch
         self.patience = patience
         self.val_fraction = val_fraction
         self.grad_clip = grad_clip
@@ -487,6 +498,7 @@ class MTICaRL(TaskEmbeddingMixin, ICaRL):
         lr_schedule: str | None = "cosine",
         batch_size: int = 512,
         max_epochs: int = 100,
+        steps_per_epoch: int | None = None,
         patience: int | None = None,
         val_fraction: float = 0.0,
         grad_clip: float | None = None,
@@ -513,6 +525,7 @@ class MTICaRL(TaskEmbeddingMixin, ICaRL):
             lr_schedule=lr_schedule,
             batch_size=batch_size,
             max_epochs=max_epochs,
+            steps_per_epoch=steps_per_epoch,
             patience=patience,
             val_fraction=val_fraction,
             grad_clip=grad_clip,

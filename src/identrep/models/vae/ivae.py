@@ -43,6 +43,7 @@ from identrep.models.nn.vae import (
 from identrep.models.vae._base import (
     ARCHITECTURE_CONSTRAINTS,
     ELBO_CONSTRAINTS,
+    STEP_BUDGET_CONSTRAINTS,
     TRAINING_CONSTRAINTS,
     check_elbo_weights,
 )
@@ -122,6 +123,10 @@ class IVAE(ConditionalVAEEstimator):
         suits a fixed epoch budget.
     batch_size : int, default=512
     max_epochs : int, default=100
+    steps_per_epoch : int or None, default=None
+        Epochs of exactly this many optimiser steps instead of one pass over the
+        training rows (:func:`~identrep.training.fit_module`), so that fits on
+        data of different sizes can take the same number of steps.
     patience : int or None, default=10
         Early-stopping patience in epochs (None: run ``max_epochs`` epochs, still
         restoring the best validation epoch).
@@ -189,6 +194,7 @@ class IVAE(ConditionalVAEEstimator):
         **ARCHITECTURE_CONSTRAINTS,
         **ELBO_CONSTRAINTS,
         **TRAINING_CONSTRAINTS,
+        **STEP_BUDGET_CONSTRAINTS,
         "conditioning": [StrOptions({"target", "task", "target+task"})],
         "learn_prior_mean": ["boolean"],
         "condition_encoder": ["boolean"],
@@ -214,6 +220,7 @@ class IVAE(ConditionalVAEEstimator):
         lr_schedule: str | None = None,
         batch_size: int = 512,
         max_epochs: int = 100,
+        steps_per_epoch: int | None = None,
         patience: int | None = 10,
         val_fraction: float = 0.1,
         grad_clip: float | None = None,
@@ -239,6 +246,7 @@ class IVAE(ConditionalVAEEstimator):
         self.lr_schedule = lr_schedule
         self.batch_size = batch_size
         self.max_epochs = max_epochs
+        self.steps_per_epoch = steps_per_epoch
         self.patience = patience
         self.val_fraction = val_fraction
         self.grad_clip = grad_clip
@@ -368,6 +376,7 @@ class MTIVAE(TaskEmbeddingMixin, IVAE):
         lr_schedule: str | None = None,
         batch_size: int = 512,
         max_epochs: int = 100,
+        steps_per_epoch: int | None = None,
         patience: int | None = 10,
         val_fraction: float = 0.1,
         grad_clip: float | None = None,
@@ -394,6 +403,7 @@ class MTIVAE(TaskEmbeddingMixin, IVAE):
             lr_schedule=lr_schedule,
             batch_size=batch_size,
             max_epochs=max_epochs,
+            steps_per_epoch=steps_per_epoch,
             patience=patience,
             val_fraction=val_fraction,
             grad_clip=grad_clip,

@@ -146,3 +146,79 @@ def test_table3_baselines_train_on_one_subset_for_every_seed_and_d(
         assert out["n_train_materials"] == table3.TABLE3_BASELINE_MATERIALS
     assert len({s for s, _ in seen}) == 3
     assert all(np.array_equal(rows, first.astype(float)) for _, rows in seen)
+
+
+def test_table3_baseline_budget_on_all_materials(tmp_path, monkeypatch):
+    """``baseline_materials`` / ``baseline_steps``: new run ids when set, the
+    old ones untouched otherwise; all rows and the steps per epoch handed to the
+    estimator; bad values named."""
+    import identrep.experiments.studies.chen2024_table3 as table3
+    from identrep.experiments.studies._chen2024 import RealData
+
+    study = get_study("table3")
+    old = [c for c in study.grid(models=["iVAE"]) if (c.n_latents, c.seed) == (10, 0)]
+    # the id of the stored record in /work/runs/t3_baselines (before the fields)
+    assert old[0].run_id == "table3-iVAE-d10-k0-p86-none-s0-ae7e529a"
+    assert "baseline_steps" not in old[0].to_dict()
+    new = study.grid(
+        models=["MTLCM", "iVAE"], baseline_materials="all", baseline_steps=2110
+    )
+    mtlcm = [c for c in new if c.model == "MTLCM"]
+    assert all(c.baseline_materials is None for c in mtlcm)  # MTLCM ignores them
+    ivae = [c for c in new if c.model == "iVAE" and (c.n_latents, c.seed) == (10, 0)]
+    assert ivae[0].run_id != old[0].run_id
+    assert ivae[0].model_seed() == old[0].model_seed()  # same model, same seed
+    assert table3.baseline_steps_per_epoch(ivae[0]) == 211
+    assert table3.baseline_steps_per_epoch(old[0]) is None
+    assert np.array_equal(table3.baseline_materials(ivae[0], 40), np.arange(40))
+    five = dataclasses.replace(old[0], baseline_materials=5)
+    assert len(table3.baseline_materials(five, 40)) == 5
+
+    seen = {}
+
+    class Recorder:
+        history_ = {"train_loss": [1.0], "best_epoch": 0}
+
+        def __init__(self, settings):
+            seen["steps"] = settings["steps_per_epoch"]
+
+        def fit(self, X, Y):
+            seen["rows"] = len(X)
+            return self
+
+        def transform(self, X):
+            return np.zeros((len(X), 2))
+
+    monkeypatch.setattr(
+        table3.chen, "baseline_estimator", lambda c, seed, settings: Recorder(settings)
+    )
+    data = RealData(X=np.ones((40, 86)), Y=np.zeros((40, 80)))
+    out = table3.fit_baseline(ivae[0], data, 0, tmp_path)
+    assert seen == {"steps": 211, "rows": 40}
+    assert out["n_train_materials"] == 40 and out["steps_per_epoch"] == 211
+
+    with pytest.raises(ValueError, match="multiple of the 10 epochs"):
+        table3.baseline_steps_per_epoch(
+            dataclasses.replace(ivae[0], baseline_steps=2111)
+        )
+    with pytest.raises(ValueError, match="baseline_materials must be"):
+        dataclasses.replace(old[0], baseline_materials="most")
+    with pytest.raises(ValueError, match="baseline_steps must be"):
+        dataclasses.replace(old[0], baseline_steps=0)
+    with pytest.raises(ValueError, match="table3 only"):
+        RunConfig(table="table1", baseline_steps=100)
+    with pytest.raises(ValueError, match="--baseline-materials"):
+        table3._materials("most")
+
+
+def test_table3_agreement_refuses_two_settings_in_one_folder(tmp_path):
+    """Subset and all-materials records of one model, d and seed index would
+    be pooled as if they were more seeds: the cross-seed summary refuses."""
+    from identrep.experiments.report import cross_seed_summary
+
+    base = RunConfig(table="table3", model="iVAE", n_causal=0, n_observed=86,
+                     n_tasks=80, n_samples=21263, mixing="none")  # fmt: skip
+    configs = [base, dataclasses.replace(base, baseline_materials="all")]
+    records = [{"config": c.to_dict(), "run_id": c.run_id} for c in configs]
+    with pytest.raises(ValueError, match="share seed indices"):
+        cross_seed_summary(records, tmp_path)
