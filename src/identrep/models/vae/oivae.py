@@ -175,7 +175,10 @@ class OIVAE(HeldoutNLLMixin, BaseVAE):
         initial norms, the fit ends before W reaches its fixed point and the
         links left are mostly the initially large ones (Moran et al.'s Table 4
         genes at ``group_lasso`` 0.01: docs/notes.md, "OI-VAE with proximal SGD on
-        W"; ``lr_w`` 0.5 removed that there).
+        W"; ``lr_w`` 0.5 removed the link to the initial magnitudes there, but
+        fits from N(0, 1) and N(0, 4) initial W then zeroed nearly disjoint link
+        sets, and at ``group_lasso`` 0.1 on Table 2 it zeroed every link:
+        "OI-VAE step size on W", part 2).
     w_optimizer : {"sgd", "adam"}, default="sgd"
         "sgd": the paper's training (above). "adam": the earlier training of this
         class, W in the networks' Adam with threshold ``lr * group_lasso`` (kept so
