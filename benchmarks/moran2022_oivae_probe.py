@@ -40,11 +40,10 @@ import time
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from _moran2022_probes import validation_rows
 from identrep.experiments.studies import _moran2022 as mo
-from identrep.utils.seeding import derive_seed
 
 ACTIVE_KL = 0.01  # nats: a latent with less mean KL carries (almost) nothing
-VAL_FRACTION = 0.2  # as benchmarks/moran2022_prior_weight_sweep.py
 
 
 def latent_kl(est, X) -> np.ndarray:
@@ -89,11 +88,7 @@ def main():
     split, _ = t.make_data(cfg)
     X_fit, X_val, y_fit, y_val = split.X_train, None, split.y_train, None
     if args.validation:
-        n = split.X_train.shape[0]
-        rng = np.random.default_rng(derive_seed("validation", cfg.table, cfg.seed))
-        perm = rng.permutation(n)
-        n_val = int(round(VAL_FRACTION * n))
-        val, rows = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+        rows, val = validation_rows(split.X_train.shape[0], cfg)
         X_fit, X_val = split.X_train[rows], split.X_train[val]
         if split.y_train is not None:
             y_fit, y_val = split.y_train[rows], split.y_train[val]

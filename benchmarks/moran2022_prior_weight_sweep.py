@@ -27,10 +27,8 @@ import time
 
 import numpy as np
 
+from _moran2022_probes import validation_rows
 from identrep.experiments.studies import _moran2022 as mo
-from identrep.utils.seeding import derive_seed
-
-VAL_FRACTION = 0.2
 
 
 def _config(table: str, model: str, epochs: int):
@@ -64,11 +62,7 @@ def main():
         )
     t, cfg = _config(args.table, args.model, args.epochs)
     split, _ = t.make_data(cfg)
-    n = split.X_train.shape[0]
-    rng = np.random.default_rng(derive_seed("validation", cfg.table, cfg.seed))
-    perm = rng.permutation(n)
-    n_val = int(round(VAL_FRACTION * n))
-    val, fit_rows = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+    fit_rows, val = validation_rows(split.X_train.shape[0], cfg)
     X_fit, X_val = split.X_train[fit_rows], split.X_train[val]
     likelihood = "categorical" if args.table == "table2" else "gaussian"
     weights = (
