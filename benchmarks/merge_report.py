@@ -194,13 +194,16 @@ def main(argv=None):
         f"`{Path(f).name}`" + (f" ({m})" if m else "")
         for f, _, m in (spec.partition(":") for spec in args.run)
     )
+    kept_from = (
+        f" plus the {', '.join(sorted(keep))} rows at n_latents "
+        f"{', '.join(str(int(d)) for d in sorted(set(old['n_latents'])))} kept from "
+        "the previous report (their records or latents are not stored)"
+        if len(old)
+        else " (no row kept from the previous report)"
+    )
     header = (
         "# identrep results\n\nRebuilt with `benchmarks/merge_report.py`: "
-        f"the records of the run folders {folders} plus the "
-        f"{', '.join(sorted(keep))} rows at "
-        f"n_latents {', '.join(str(int(d)) for d in sorted(set(old['n_latents'])))} "
-        "kept from the previous report (their records or latents are not "
-        "stored).\n\n"
+        f"the records of the run folders {folders}{kept_from}.\n\n"
     )
     atomic_write_text(out / "report.md", header + text + figures)
     atomic_write_text(out / "report.tex", build_latex(summ))
