@@ -16,7 +16,7 @@ import numpy as np
 from identrep.experiments.studies import _chen2024 as chen
 from identrep.experiments.studies.chen2024_table3 import BASELINE_SETTINGS, grid
 from identrep.metrics import mcc
-from identrep.training import split_within_tasks
+from identrep.training import StepBatches, split_within_tasks
 
 
 def probe_parser(description: str, d: int, seeds: list[int]) -> argparse.ArgumentParser:
@@ -60,41 +60,17 @@ def steps_per_epoch(model, Y: np.ndarray) -> int:
     return math.ceil(len(train) / model.batch_size)
 
 
-class StepChunks:
-    """Re-iterable batches whose every pass (one "epoch" of ``fit_module``: one
-    validation, one chance to be the restored best state) is the next
-    ``n_steps`` batches of ``batches``, starting a new (reshuffled) pass of
-    ``batches`` whenever one ends. With ``n_steps = len(batches)`` it yields the
-    same sequence as ``batches`` itself."""
-
-    def __init__(self, batches, n_steps: int):
-        self.batches, self.n_steps = batches, int(n_steps)
-        self.passes = 0  # passes of ``batches`` started
-        self._it = None
-
-    def __len__(self) -> int:
-        return self.n_steps
-
-    def __iter__(self):
-        for _ in range(self.n_steps):
-            batch = next(self._it, None) if self._it is not None else None
-            if batch is None:
-                self._it = iter(self.batches)
-                self.passes += 1
-                batch = next(self._it)
-            yield batch
-
-
 def refit(config, X, Y, steps: int | None = None):
     """The study's baseline of ``config`` (its settings and model seed) fitted on
     ``(X, Y)``; returns the model and its CPU seconds.
 
     ``steps``: train for ``max_epochs`` (the study's 10) chunks of ``steps``
-    optimiser steps each (:class:`StepChunks`, validated and checkpointed after
-    each chunk as after an epoch) instead of 10 passes over the data, so that
-    fits on data of different sizes can take the same number of steps. The
-    model then has ``probe_steps_`` (steps per chunk), ``natural_steps_`` (steps
-    per pass of its data) and ``passes_`` (passes started)."""
+    optimiser steps each (:class:`identrep.training.StepBatches`, validated and
+    checkpointed after each chunk as after an epoch) instead of 10 passes over
+    the data, so that fits on data of different sizes can take the same number
+    of steps. The model then has ``probe_steps_`` (steps per chunk),
+    ``natural_steps_`` (steps per pass of its data) and ``passes_`` (passes
+    started)."""
     t0 = time.process_time()
     model = chen.baseline_estimator(config, config.model_seed(), BASELINE_SETTINGS)
     if steps is not None:
@@ -102,7 +78,7 @@ def refit(config, X, Y, steps: int | None = None):
         chunks = {}
 
         def chunked(module, loss_fn, train_batches, val_batches=None, **kw):
-            chunks["c"] = StepChunks(train_batches, steps)
+            chunks["c"] = StepBatches(train_batches, steps)
             model.natural_steps_ = len(train_batches)
             return fit_module(module, loss_fn, chunks["c"], val_batches, **kw)
 

@@ -15,7 +15,7 @@ materials takes 7.1 times more gradient steps (1,496 a pass against 211), so
 size and steps are confounded. ``--steps subset`` / ``--steps all`` train for 10
 chunks of the steps of one pass over the subset / over all materials instead
 (validated, and the best chunk restored, as after an epoch;
-``_table3_probes.StepChunks``): ``--materials all --steps subset`` is all
+``identrep.training.StepBatches``): ``--materials all --steps subset`` is all
 materials on the subset fit's 2,110 steps, ``--materials subset --steps all``
 the subset on the all-materials fit's 14,960 steps (about 71 passes).
 ``--materials subset --steps subset`` (or ``epochs``) is the study's own fit.
