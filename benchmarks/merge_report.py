@@ -22,6 +22,20 @@ repository root, e.g.::
     PYTHONPATH=src python benchmarks/merge_report.py --run /tmp/t3 \
         --run /tmp/mtlcm_d40:MTLCM --run /tmp/mtlcm_d80:MTLCM ...
 
+``DIR:M1,M2@D1,D2`` (or ``DIR@D1,D2``) also keeps only those n_latents, so that a
+folder still filling up contributes its complete latent dimensions only.
+
+``--variant SPEC`` (repeatable, same syntax) builds a second table from other
+runs of the same configurations, e.g. the Table 3 baselines trained on the
+3,000-material subset beside the main table's all-materials rows; it is scored
+from its own latents, shown under ``## Variant: --variant-title`` after the
+main tables, and its rows go to ``variant_results.csv``::
+
+    PYTHONPATH=src python benchmarks/merge_report.py \
+        --run /work/runs/t3_baselines_all@5,10,20 \
+        --run /work/runs/t3_mtlcm_d5_20:MTLCM ... \
+        --variant /work/runs/t3_baselines --variant-title "baselines on one subset" ...
+
 A configuration is (model, n_causal, n_latents). ``--study table1`` rebuilds
 Table 1, whose report has no cross-seed columns (its iVAE and iCaRL rows survive
 only in ``table1_results.csv``)::
@@ -112,19 +126,35 @@ def _absent(frame: pd.DataFrame, have: set) -> list[bool]:
     return [k not in have for k in _keys(frame)]
 
 
+def parse_spec(spec: str) -> tuple[str, set[str] | None, set[int] | None]:
+    """``DIR[:M1,M2][@D1,D2]`` as (folder, models or None, n_latents or None)."""
+    rest, _, dims = spec.partition("@")
+    folder, _, models = rest.partition(":")
+    try:
+        wanted_d = {int(d) for d in dims.split(",")} if dims else None
+    except ValueError:
+        raise ValueError(
+            f"--run {spec}: the part after '@' must be n_latents values such as "
+            f"5,10,20; got {dims!r}."
+        ) from None
+    return folder, (set(models.split(",")) if models else None), wanted_d
+
+
 def load_runs(specs: list[str]) -> tuple[list[dict], pd.DataFrame, pd.DataFrame]:
-    """Records, their rows and their cross-seed summary from every ``DIR`` or
-    ``DIR:M1,M2`` of ``specs`` (each folder scored from its own latents)."""
+    """Records, their rows and their cross-seed summary from every ``DIR``,
+    ``DIR:M1,M2`` or ``DIR[:M1,M2]@D1,D2`` of ``specs`` (each folder scored from
+    its own latents)."""
     records, frames, cross = [], [], []
     seen: dict[tuple[str, int], str] = {}
     for spec in specs:
-        folder, _, models = spec.partition(":")
+        folder, models, dims = parse_spec(spec)
         recs = load_records(folder)
         if models:
-            wanted = set(models.split(","))
-            recs = [r for r in recs if r["config"]["model"] in wanted]
+            recs = [r for r in recs if r["config"]["model"] in models]
+        if dims:
+            recs = [r for r in recs if int(r["config"]["n_latents"]) in dims]
         if not recs:
-            raise ValueError(f"--run {spec}: no records of the wanted models there.")
+            raise ValueError(f"--run {spec}: no records of the wanted runs there.")
         for key in {_row_key(r["config"]) for r in recs}:
             if key in seen:
                 raise ValueError(
@@ -143,6 +173,17 @@ def load_runs(specs: list[str]) -> tuple[list[dict], pd.DataFrame, pd.DataFrame]
     )
 
 
+def _variant_section(text: str, title: str, study: str) -> str:
+    """The variant's report under its own heading, without the study's footnote
+    (the main report already has it)."""
+    footnote = get_study(study).report.footnote
+    if footnote:
+        text = text.replace(footnote, "")
+    lines = text.rstrip().splitlines()
+    lines = [f"## Variant: {title}" if ln.startswith("## ") else ln for ln in lines]
+    return "\n" + "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
@@ -157,6 +198,18 @@ def main(argv=None):
     ap.add_argument("--old-report", required=True)
     ap.add_argument("--keep", nargs="+", default=["MTLCM"])
     ap.add_argument("--out", required=True)
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="run folder (same syntax as --run) of a second table of other runs "
+        "of the same configurations; repeatable",
+    )
+    ap.add_argument(
+        "--variant-title",
+        default="other runs",
+        help="heading of the --variant table (after '## Variant: ')",
+    )
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -190,10 +243,16 @@ def main(argv=None):
         text += f"\n## Failed runs ({len(failed)})\n\n" + "".join(
             f"- `{rid}`: {err}\n" for rid, err in failed
         )
-    folders = ", ".join(
-        f"`{Path(f).name}`" + (f" ({m})" if m else "")
-        for f, _, m in (spec.partition(":") for spec in args.run)
-    )
+
+    def _named(spec: str) -> str:
+        folder, models, dims = parse_spec(spec)
+        what = [", ".join(sorted(models))] if models else []
+        what += [f"n_latents {', '.join(str(d) for d in sorted(dims))}"] if dims else []
+        return f"`{Path(folder).name}`" + (f" ({'; '.join(what)})" if what else "")
+
+    folders = ", ".join(_named(spec) for spec in args.run)
+    if args.variant:
+        folders += "; the variant's: " + ", ".join(_named(s) for s in args.variant)
     kept_from = (
         f" plus the {', '.join(sorted(keep))} rows at n_latents "
         f"{', '.join(str(int(d)) for d in sorted(set(old['n_latents'])))} kept from "
@@ -205,7 +264,14 @@ def main(argv=None):
         "# identrep results\n\nRebuilt with `benchmarks/merge_report.py`: "
         f"the records of the run folders {folders}{kept_from}.\n\n"
     )
-    atomic_write_text(out / "report.md", header + text + figures)
+    variant = ""
+    if args.variant:
+        _, vdf, vcross = load_runs(args.variant)
+        vdf = vdf.sort_values(["table", "model", *spec.sort, "seed"])
+        vtext, _ = build_report(vdf.reset_index(drop=True), vcross)
+        variant = _variant_section(vtext, args.variant_title, args.study)
+        atomic_write_text(out / "variant_results.csv", vdf.to_csv(index=False))
+    atomic_write_text(out / "report.md", header + text + variant + figures)
     atomic_write_text(out / "report.tex", build_latex(summ))
     atomic_write_text(out / "results.csv", df.to_csv(index=False))
 

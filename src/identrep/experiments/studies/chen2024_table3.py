@@ -299,7 +299,19 @@ def _trained_on(runs) -> str:
         rows = runs[runs["n_train_materials"] == n]
         text = f"{int(n):,} materials"
         if "steps_per_epoch" in rows and rows["steps_per_epoch"].notna().any():
-            text += f" ({int(rows['steps_per_epoch'].max())} optimiser steps an epoch)"
+            stepped = rows.dropna(subset=["steps_per_epoch"])
+            by_steps = {
+                int(k): ", ".join(sorted(g["model"].unique()))
+                for k, g in stepped.groupby("steps_per_epoch")
+            }
+            if len(by_steps) == 1:
+                text += f" ({next(iter(by_steps))} optimiser steps an epoch)"
+            else:  # iCaRL keeps no validation rows, so its epoch has more steps
+                text += (
+                    " (optimiser steps an epoch: "
+                    + "; ".join(f"{k} for {m}" for k, m in by_steps.items())
+                    + ")"
+                )
         parts.append(text)
     return "one set of " + " / ".join(parts)
 

@@ -222,3 +222,24 @@ def test_table3_agreement_refuses_two_settings_in_one_folder(tmp_path):
     records = [{"config": c.to_dict(), "run_id": c.run_id} for c in configs]
     with pytest.raises(ValueError, match="share seed indices"):
         cross_seed_summary(records, tmp_path)
+
+
+def test_table3_intro_names_each_step_budget():
+    """The report's intro says what the baselines trained on, from the records:
+    one step count, or each count with its models (iVAE 211 an epoch, iCaRL
+    235, which keeps no validation rows); the subset when no record says."""
+    import identrep.experiments.studies.chen2024_table3 as table3
+
+    runs = pd.DataFrame({
+        "model": ["MTLCM", "iVAE", "MT-iVAE", "iCaRL"],
+        "n_train_materials": [np.nan, 21263, 21263, 21263],
+        "steps_per_epoch": [np.nan, 211, 211, 235],
+    })  # fmt: skip
+    text = table3._trained_on(runs)
+    assert text == (
+        "one set of 21,263 materials (optimiser steps an epoch: "
+        "211 for MT-iVAE, iVAE; 235 for iCaRL)"
+    )
+    one = table3._trained_on(runs[runs["model"] != "iCaRL"])
+    assert one == "one set of 21,263 materials (211 optimiser steps an epoch)"
+    assert table3._trained_on(runs[["model"]]) == "one subset of 3,000 materials"
