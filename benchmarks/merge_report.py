@@ -251,8 +251,13 @@ def main(argv=None):
         return f"`{Path(folder).name}`" + (f" ({'; '.join(what)})" if what else "")
 
     folders = ", ".join(_named(spec) for spec in args.run)
-    if args.variant:
-        folders += "; the variant's: " + ", ".join(_named(s) for s in args.variant)
+    variant_from = (
+        "; the variant table from "
+        + ", ".join(_named(s) for s in args.variant)
+        + f" ('Variant: {args.variant_title}' below)"
+        if args.variant
+        else ""
+    )
     kept_from = (
         f" plus the {', '.join(sorted(keep))} rows at n_latents "
         f"{', '.join(str(int(d)) for d in sorted(set(old['n_latents'])))} kept from "
@@ -262,7 +267,7 @@ def main(argv=None):
     )
     header = (
         "# identrep results\n\nRebuilt with `benchmarks/merge_report.py`: "
-        f"the records of the run folders {folders}{kept_from}.\n\n"
+        f"the records of the run folders {folders}{kept_from}{variant_from}.\n\n"
     )
     variant = ""
     if args.variant:
@@ -271,7 +276,7 @@ def main(argv=None):
         vtext, _ = build_report(vdf.reset_index(drop=True), vcross)
         variant = _variant_section(vtext, args.variant_title, args.study)
         atomic_write_text(out / "variant_results.csv", vdf.to_csv(index=False))
-    atomic_write_text(out / "report.md", header + text + variant + figures)
+    atomic_write_text(out / "report.md", header + text + figures + variant)
     atomic_write_text(out / "report.tex", build_latex(summ))
     atomic_write_text(out / "results.csv", df.to_csv(index=False))
 
