@@ -360,9 +360,10 @@ def main(argv=None):
             vo, mo = profiled(Bm, F, Ys)
             ll_ours = exact_loglik(np.linalg.inv(Bm), vo, mo, F, Ys)
             fits[s] = fit
-            ours[s] = {
-                "ll_profiled": ll_ours,
-                "ll_record": run["record"]["metrics"]["log_likelihood"],
+            ours[s] = {  # keys apart from the reference fit's "ll", "ll_profiled"
+                "ll_ours_profiled": ll_ours,
+                "ll_ours_record": run["record"]["metrics"]["log_likelihood"],
+                "final_A": fit["snapshots"][-1][0].tolist(),
             }
             first, last = fit["epoch_loss"][0], fit["epoch_loss"][-1]
             print(
@@ -370,7 +371,7 @@ def main(argv=None):
                 f"epoch losses {first:.3f} .. {last:.3f}; "
                 f"ll reference fit {ev['ll']:.4f}, "
                 f"its A profiled {ev['ll_profiled']:.4f}, "
-                f"ours {ll_ours:.4f} (record {ours[s]['ll_record']:.4f}); "
+                f"ours {ll_ours:.4f} (record {ours[s]['ll_ours_record']:.4f}); "
                 f"cond(A) {ev['cond_A']:.1f}",
                 flush=True,
             )
