@@ -9,9 +9,11 @@ reconstruction NLL (one sampled z) on those rows, on the remaining 20%
 (validation, same distribution as training) and on the table's test rows; for
 Table 4 also the cell-type accuracy (logistic regression fitted on the 80%).
 ``--model`` fits another estimator of the table instead (``--beta`` for the
-beta-VAE), for reference. ``--kl-weight`` sets the Sparse VAE's ``kl_weight``
-(the weight of its KL term; the authors' loss scaling is 1/K, the tables'
-``SVAE_KL1overK`` row; the class default 1 is the unweighted ELBO).
+beta-VAE: one value or a comma-separated list, one fit each), for reference or
+to choose the beta-VAE's KL weight on the validation rows. ``--kl-weight`` sets
+the Sparse VAE's ``kl_weight`` (the weight of its KL term; the authors' loss
+scaling is 1/K, the tables' ``SVAE_KL1overK`` row; the class default 1 is the
+unweighted ELBO).
 
 Usage (data home with ml_abstracts / zeisel2015)::
 
@@ -52,7 +54,7 @@ def main():
     ap.add_argument("--epochs", type=int, required=True)
     ap.add_argument("--weights", default="1,10,50")
     ap.add_argument("--model", default="SparseVAE")
-    ap.add_argument("--beta", type=float, default=None)
+    ap.add_argument("--beta", default=None)
     ap.add_argument("--kl-weight", type=float, default=None)
     args = ap.parse_args()
     if args.kl_weight is not None and args.model != "SparseVAE":
@@ -70,19 +72,20 @@ def main():
         if args.model == "SparseVAE"
         else [None]
     )
+    betas = [None] if args.beta is None else [float(b) for b in args.beta.split(",")]
     print(
         f"{args.table} {cfg.describe()} model={args.model} epochs={args.epochs} "
         f"fit rows={X_fit.shape[0]} validation={X_val.shape[0]} "
         f"test={split.X_test.shape[0]}"
     )
-    for w in weights:
+    for w, beta in ((w, b) for w in weights for b in betas):
         est = mo.make_estimator(cfg, cfg.model_seed(), likelihood)
         if w is not None:
             est.set_params(prior_weight=w)
         if args.kl_weight is not None:
             est.set_params(kl_weight=args.kl_weight)
-        if args.beta is not None:
-            est.set_params(beta=args.beta)
+        if beta is not None:
+            est.set_params(beta=beta)
         t0 = time.process_time()
         est.fit(mo.as_input(est, X_fit))
         cpu = time.process_time() - t0

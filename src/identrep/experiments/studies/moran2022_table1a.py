@@ -124,7 +124,7 @@ STUDY = register_study(
         ),
         make_grid=grid,
         make_data=make_data,
-        fits={m: fit for m in (*mo.PAPER_MODELS, *mo.VARIANTS)},
+        fits={m: fit for m in (*mo.PAPER_MODELS, *mo.variants_of(mo.PAPER_MODELS))},
         published="moran2022_table1a_movielens.csv",
         options=(
             mo.LATENTS_OPTION,

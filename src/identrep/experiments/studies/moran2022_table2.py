@@ -122,7 +122,7 @@ STUDY = register_study(
         ),
         make_grid=grid,
         make_data=make_data,
-        fits={m: fit for m in (*mo.TEXT_MODELS, *mo.VARIANTS)},
+        fits={m: fit for m in (*mo.TEXT_MODELS, *mo.variants_of(mo.TEXT_MODELS))},
         published="moran2022_table2_semisynthetic.csv",
         options=(mo.LATENTS_OPTION, mo.EPOCHS_OPTION),
         progress=(("nll", "NLL"),),

@@ -104,7 +104,7 @@ STUDY = register_study(
         ),
         make_grid=grid,
         make_data=make_data,
-        fits={m: fit for m in (*mo.TABLE4_MODELS, *mo.VARIANTS)},
+        fits={m: fit for m in (*mo.TABLE4_MODELS, *mo.variants_of(mo.TABLE4_MODELS))},
         published="moran2022_table4_zeisel.csv",
         options=(mo.LATENTS_OPTION, mo.EPOCHS_OPTION),
         progress=(("accuracy", "accuracy"),),

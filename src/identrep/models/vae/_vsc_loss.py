@@ -150,12 +150,14 @@ def vsc_loss(
     alpha: float,
     c: float,
     slab_weight: float = 1.0,
+    kl_weight: float = 1.0,
 ) -> tuple[Tensor, int]:
     """Negative ELBO of VSC per sample (batch mean), one relaxed sample of z.
 
-    ``-log p(x | z) + KL(q(z | x) || p(z))`` with the closed-form
+    ``-log p(x | z) + kl_weight * KL(q(z | x) || p(z))`` with the closed-form
     :func:`spike_slab_kl`; the likelihood is the module's (Gaussian on standardised
     features, Bernoulli, or categorical counts), summed over features.
+    ``kl_weight`` 1 is the ELBO.
 
     Parameters
     ----------
@@ -167,6 +169,8 @@ def vsc_loss(
         Selector inverse temperature (annealed by the estimator).
     slab_weight : float, default=1.0
         Spike warm-up weight (see :func:`spike_slab_sample`).
+    kl_weight : float, default=1.0
+        Weight of the KL term (1: the unweighted negative ELBO).
 
     Returns
     -------
@@ -179,4 +183,6 @@ def vsc_loss(
     target = module.target(batch.x).to(out.dtype)
     rec = observation_log_prob(module.likelihood, target, out, module.log_var)
     kl = spike_slab_kl(mean, log_var, logits, alpha)
+    if kl_weight != 1.0:
+        kl = kl_weight * kl
     return (kl - rec).mean(), batch.x.shape[0]

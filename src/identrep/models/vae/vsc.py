@@ -48,6 +48,7 @@ class VSCObjective:
 
     def __init__(self, est: VSC):
         self.alpha = float(est.alpha)
+        self.kl_weight = float(est.kl_weight)
         self.c_start, self.c_end = float(est.c_start), float(est.c_end)
         self.max_epochs = int(est.max_epochs)
         self.w0 = float(est.warmup_start) * self.max_epochs
@@ -67,10 +68,11 @@ class VSCObjective:
         return c, min(max(w, 0.0), 1.0)
 
     def __call__(self, module, batch):
+        kw = {"alpha": self.alpha, "kl_weight": self.kl_weight}
         if not module.training:
-            return vsc_loss(module, batch, alpha=self.alpha, c=self.c_end)
+            return vsc_loss(module, batch, c=self.c_end, **kw)
         c, w = self.schedule(self.epoch)
-        return vsc_loss(module, batch, alpha=self.alpha, c=c, slab_weight=w)
+        return vsc_loss(module, batch, c=c, slab_weight=w, **kw)
 
     def step(self, module) -> None:
         self.epoch += 1
@@ -91,6 +93,11 @@ class VSC(HeldoutNLLMixin, BaseVAE):
         Spike warm-up as fractions of ``max_epochs``: binary codes (selector
         only) before ``warmup_start``, slab blended in linearly until
         ``warmup_end``. (0, 0): no warm-up.
+    kl_weight : float > 0, default=1.0
+        Weight c of the spike-and-slab KL in the per-datum loss
+        ``-log p(x | z) + c KL(q(z | x) || p(z))`` (training and validation).
+        1 is the ELBO; the Sparse VAE authors' code averages the KL over the K
+        latents, i.e. ``c = 1 / K`` (the real-data tables' ``VSC_KL1overK`` row).
     likelihood : {"gaussian", "bernoulli", "categorical"}, default="gaussian"
         Gaussian on standardised features, Bernoulli on 0/1 features, or
         multinomial counts over the features.
@@ -151,6 +158,7 @@ class VSC(HeldoutNLLMixin, BaseVAE):
         "c_end": [_POS],
         "warmup_start": [_FRACTION],
         "warmup_end": [_FRACTION],
+        "kl_weight": [_POS],
     }
 
     def __init__(
@@ -162,6 +170,7 @@ class VSC(HeldoutNLLMixin, BaseVAE):
         c_end: float = 200.0,
         warmup_start: float = 0.0,
         warmup_end: float = 0.2,
+        kl_weight: float = 1.0,
         likelihood: str = "gaussian",
         encoder: str = "mlp",
         decoder: str | None = None,
@@ -186,6 +195,7 @@ class VSC(HeldoutNLLMixin, BaseVAE):
         self.c_end = c_end
         self.warmup_start = warmup_start
         self.warmup_end = warmup_end
+        self.kl_weight = kl_weight
         self.likelihood = likelihood
         self.encoder = encoder
         self.decoder = decoder

@@ -34,9 +34,10 @@ def test_grids_follow_the_papers_tables_and_quick_budgets(tmp_path, monkeypatch)
         "OIVAE",
         "VAE_KL1overK",
         "SVAE_KL1overK",
+        "VSC_KL1overK",  # no beta-VAE row on Table 4, so no beta/K variant
     )
     full = t4.grid()
-    assert len(full) == 35 and {c.seed for c in full} == set(range(5))
+    assert len(full) == 40 and {c.seed for c in full} == set(range(5))
     assert {c.prior_weight for c in full} == {1.0}
     c = full[0]
     assert (c.n_latents, c.hidden, c.n_layers, c.max_epochs, c.batch_size) == (
@@ -47,17 +48,17 @@ def test_grids_follow_the_papers_tables_and_quick_budgets(tmp_path, monkeypatch)
         512,
     )
     quick = t4.grid(quick=True)
-    assert len(quick) == 7 and all(
+    assert len(quick) == 8 and all(
         q.max_epochs == 3 and q.n_rows == 1500 for q in quick
     )
     assert {q.n_latents for q in t4.grid(n_latents=7, models=["VAE"])} == {7}
     t1b = get_study("moran2022_table1b")
-    variants = ("VAE_KL1overK", "SVAE_KL1overK")
-    assert t1b.models == (*MODELS, "LDA", *variants) and len(t1b.grid()) == 45
+    variants = ("VAE_KL1overK", "SVAE_KL1overK", "BetaVAE_KLbetaoverK", "VSC_KL1overK")
+    assert t1b.models == (*MODELS, "LDA", *variants) and len(t1b.grid()) == 55
     t2 = get_study("moran2022_table2")
     g2 = t2.grid()
-    assert len(g2) == 135 and {c.sigma_pct for c in g2} == {50, 100, 300}
-    assert len(t2.grid(quick=True)) == 27 and all(c.lr == 1e-2 for c in g2)
+    assert len(g2) == 165 and {c.sigma_pct for c in g2} == {50, 100, 300}
+    assert len(t2.grid(quick=True)) == 33 and all(c.lr == 1e-2 for c in g2)
     # MovieLens present (a generated file in the 100K format): 1a's grid
     folder = tmp_path / "movielens" / "ml-100k"
     folder.mkdir(parents=True)
@@ -379,6 +380,38 @@ def test_sparse_vae_prior_weight_and_the_kl_variant_row():
         k: v for k, v in srow.get_params().items() if k != "kl_weight"
     }
     assert "SVAE_KL1overK" in mo.SETTINGS_NOTE
+
+
+def test_beta_over_k_and_vsc_kl_variant_rows():
+    # the beta-VAE at the authors' scaling: beta times KL / K, beta from the sweep
+    assert mo.BETA_OVER_K in (2.0, 4.0, 6.0, 8.0, 16.0)  # the paper's sweep
+    cfg = _tiny("BetaVAE_KLbetaoverK", "moran2022_table1b", n_latents=20)
+    bvar = mo.make_estimator(cfg, 7, "categorical")
+    assert type(bvar).__name__ == "BetaVAE"
+    assert bvar.beta == pytest.approx(mo.BETA_OVER_K / 20)
+    # VSC at KL weight 1/K, every other setting as the VSC row
+    vcfg = _tiny("VSC_KL1overK", "moran2022_table1b", n_latents=20)
+    vvar = mo.make_estimator(vcfg, 7, "categorical")
+    vrow = mo.make_estimator(
+        _tiny("VSC", "moran2022_table1b", n_latents=20), 7, "categorical"
+    )
+    assert type(vvar).__name__ == "VSC" and vrow.kl_weight == 1.0
+    assert vvar.kl_weight == pytest.approx(1.0 / 20)
+    assert {k: v for k, v in vvar.get_params().items() if k != "kl_weight"} == {
+        k: v for k, v in vrow.get_params().items() if k != "kl_weight"
+    }
+    assert "BetaVAE_KLbetaoverK" in mo.SETTINGS_NOTE
+    assert "VSC_KL1overK" in mo.SETTINGS_NOTE
+    # a table has a variant only where it has the paper row
+    assert mo.variants_of(mo.TABLE4_MODELS) == (
+        "VAE_KL1overK",
+        "SVAE_KL1overK",
+        "VSC_KL1overK",
+    )
+    assert set(mo.variants_of(mo.TEXT_MODELS)) == set(mo.VARIANTS)
+    # the variants have their own model seeds (the seed derives from the row name)
+    seeds = {_tiny(m, "moran2022_table1b").model_seed() for m in mo.VARIANTS}
+    assert len(seeds) == len(mo.VARIANTS)
 
 
 def test_dense_input_only_where_sparse_is_not_declared():

@@ -1,0 +1,100 @@
+"""VSC on a Moran et al. (2022) count table at the authors' KL weight 1/K: does
+its selector schedule or prior rate explain its distance to the VAE?
+
+The study's ``VSC_KL1overK`` row uses the VSC paper's settings (alpha 0.1, the
+selector's inverse temperature c annealed 50 -> 200, spike warm-up over the
+first 20% of epochs). The Sparse VAE authors' VSC (gemoran's PyTorch port,
+``../shared/reference/baselines.md`` 3.4) has alpha 0.01, c fixed at 10 and no
+warm-up (and a pseudo-input prior, which identrep's VSC does not have). For one
+split, each setting is fitted on 80% of the training rows (the validation
+carving of the other probes) with the row's model seed, and the reconstruction
+NLL (one sampled z) is printed on those rows, on the validation rows and on the
+test rows (reported, not used to choose), with ``VAE_KL1overK`` beside them.
+
+Usage (data home with ml_abstracts)::
+
+    IDENTREP_DATA=/work/shared/data PYTHONPATH=src:benchmarks OMP_NUM_THREADS=1 \
+        python benchmarks/moran2022_vsc_probe.py --table table1b --epochs 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from _moran2022_probes import validation_rows
+from identrep.experiments.studies import _moran2022 as mo
+
+#: name -> VSC parameters set over the study's VSC_KL1overK estimator.
+SETTINGS = {
+    "study (alpha 0.1, c 50->200, warm-up 20%)": {},
+    "c 10, no warm-up": {"c_start": 10.0, "c_end": 10.0, "warmup_end": 0.0},
+    "alpha 0.01": {"alpha": 0.01},
+    "alpha 0.01, c 10, no warm-up (the port's)": {
+        "alpha": 0.01,
+        "c_start": 10.0,
+        "c_end": 10.0,
+        "warmup_end": 0.0,
+    },
+}
+
+
+def _config(table: str, model: str, epochs: int, split: int, shift: str):
+    if table == "table1b":
+        from identrep.experiments.studies import moran2022_table1b as t
+
+        cfgs = t.grid(seeds=split + 1, models=(model,), max_epochs=epochs)
+    elif table == "table2":
+        from identrep.experiments.studies import moran2022_table2 as t
+
+        cfgs = [
+            c
+            for c in t.grid(seeds=split + 1, models=(model,), max_epochs=epochs)
+            if c.sigma_pct == t.SHIFTS[shift]
+        ]
+    else:
+        raise ValueError(f"--table must be 'table1b' or 'table2'; got {table!r}.")
+    return t, next(c for c in cfgs if c.seed == split)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--table", default="table1b")
+    ap.add_argument("--epochs", type=int, required=True)
+    ap.add_argument("--split", type=int, default=0)
+    ap.add_argument("--shift", default="high", help="Table 2 only")
+    ap.add_argument("--settings", default=",".join(str(i) for i in range(4)))
+    args = ap.parse_args()
+    picked = [list(SETTINGS)[int(i)] for i in args.settings.split(",")]
+    t, vcfg = _config(args.table, "VSC_KL1overK", args.epochs, args.split, args.shift)
+    _, acfg = _config(args.table, "VAE_KL1overK", args.epochs, args.split, args.shift)
+    split, _ = t.make_data(vcfg)
+    fit_rows, val = validation_rows(split.X_train.shape[0], vcfg)
+    X_fit, X_val = split.X_train[fit_rows], split.X_train[val]
+    print(
+        f"{args.table} {vcfg.describe()} epochs={args.epochs} fit rows="
+        f"{X_fit.shape[0]} validation={X_val.shape[0]} test={split.X_test.shape[0]}"
+    )
+    runs = [(name, vcfg, SETTINGS[name]) for name in picked]
+    runs.append(("VAE_KL1overK (reference)", acfg, {}))
+    for name, cfg, params in runs:
+        est = mo.make_estimator(cfg, cfg.model_seed(), "categorical")
+        est.set_params(**params)
+        t0 = time.process_time()
+        est.fit(mo.as_input(est, X_fit))
+        cpu = time.process_time() - t0
+        line = (
+            f"{name}: cpu={cpu:.1f}s NLL fit={mo.heldout_nll(est, X_fit):.2f} "
+            f"val={mo.heldout_nll(est, X_val):.2f} "
+            f"test={mo.heldout_nll(est, split.X_test):.2f}"
+        )
+        if hasattr(est, "spike_probabilities"):
+            gamma = est.spike_probabilities(mo.as_input(est, X_val))
+            line += f" mean gamma val={float(np.mean(gamma)):.3f}"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
