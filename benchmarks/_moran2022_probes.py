@@ -1,7 +1,10 @@
 """What the Moran et al. (2022) probes share: the validation carving of a table's
-training rows (``moran2022_prior_weight_sweep.py``, ``moran2022_oivae_probe.py``)."""
+training rows (``moran2022_prior_weight_sweep.py``, ``moran2022_oivae_probe.py``,
+``moran2022_vsc_probe.py``) and the fit-and-score line of a probe."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -17,3 +20,18 @@ def validation_rows(n: int, cfg) -> tuple[np.ndarray, np.ndarray]:
     perm = rng.permutation(n)
     n_val = int(round(VAL_FRACTION * n))
     return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+
+def fit_and_score(est, X_fit, X_val, X_test) -> str:
+    """Fit ``est`` on the fit rows and return its CPU time and the held-out NLL
+    on the fit, validation and test rows as one line of text."""
+    from identrep.experiments.studies import _moran2022 as mo
+
+    t0 = time.process_time()
+    est.fit(mo.as_input(est, X_fit))
+    cpu = time.process_time() - t0
+    return (
+        f"cpu={cpu:.1f}s NLL fit={mo.heldout_nll(est, X_fit):.2f} "
+        f"val={mo.heldout_nll(est, X_val):.2f} "
+        f"test={mo.heldout_nll(est, X_test):.2f}"
+    )

@@ -25,11 +25,10 @@ Usage (data home with ml_abstracts / zeisel2015)::
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
-from _moran2022_probes import validation_rows
+from _moran2022_probes import fit_and_score, validation_rows
 from identrep.experiments.studies import _moran2022 as mo
 
 
@@ -86,15 +85,10 @@ def main():
             est.set_params(kl_weight=args.kl_weight)
         if beta is not None:
             est.set_params(beta=beta)
-        t0 = time.process_time()
-        est.fit(mo.as_input(est, X_fit))
-        cpu = time.process_time() - t0
         line = (
             f"weight={w} beta={getattr(est, 'beta', None)} "
-            f"kl_weight={getattr(est, 'kl_weight', None)} cpu={cpu:.1f}s "
-            f"NLL fit={mo.heldout_nll(est, X_fit):.2f} "
-            f"val={mo.heldout_nll(est, X_val):.2f} "
-            f"test={mo.heldout_nll(est, split.X_test):.2f}"
+            f"kl_weight={getattr(est, 'kl_weight', None)} "
+            + fit_and_score(est, X_fit, X_val, split.X_test)
         )
         if args.table == "table4":
             y_fit, y_val = split.y_train[fit_rows], split.y_train[val]

@@ -20,11 +20,10 @@ Usage (data home with ml_abstracts)::
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
-from _moran2022_probes import validation_rows
+from _moran2022_probes import fit_and_score, validation_rows
 from identrep.experiments.studies import _moran2022 as mo
 
 #: name -> VSC parameters set over the study's VSC_KL1overK estimator.
@@ -82,14 +81,7 @@ def main():
     for name, cfg, params in runs:
         est = mo.make_estimator(cfg, cfg.model_seed(), "categorical")
         est.set_params(**params)
-        t0 = time.process_time()
-        est.fit(mo.as_input(est, X_fit))
-        cpu = time.process_time() - t0
-        line = (
-            f"{name}: cpu={cpu:.1f}s NLL fit={mo.heldout_nll(est, X_fit):.2f} "
-            f"val={mo.heldout_nll(est, X_val):.2f} "
-            f"test={mo.heldout_nll(est, split.X_test):.2f}"
-        )
+        line = f"{name}: " + fit_and_score(est, X_fit, X_val, split.X_test)
         if hasattr(est, "spike_probabilities"):
             gamma = est.spike_probabilities(mo.as_input(est, X_val))
             line += f" mean gamma val={float(np.mean(gamma)):.3f}"
