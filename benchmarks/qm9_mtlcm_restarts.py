@@ -6,8 +6,9 @@ diagonalisation start (the study's fit, same seed) and from ``--starts`` random
 starts, then ``n_init=10`` restarts of the joint-diagonalisation start, and prints
 every fit's log-likelihood per sample, its Pearson MCC to the study's fit, and the
 cross-seed MCC of (a) the study's fits, (b) the best-likelihood fit of each seed
-among all those. Also the canonical correlations of the two seeds' features (how
-much subspace they share). Used for docs/notes.md, "Coordinator, stop 27".
+among all those, (c) one seed's study fit against the other's best fit. Also the
+canonical correlations of the two seeds' features (how much subspace they share).
+Used for docs/notes.md, "Coordinator, stop 27".
 
 Usage::
 
@@ -76,6 +77,11 @@ def main() -> None:
     print("canonical correlations of the features:", np.round(cc, 4))
     print(f"cross-seed MCC x100, study fits: {100 * mcc(*study_fits):.2f}")
     print(f"cross-seed MCC x100, best-likelihood fits: {100 * mcc(*best_fits):.2f}")
+    mixed = [(study_fits[0], best_fits[1]), (best_fits[0], study_fits[1])]
+    print(
+        "cross-seed MCC x100, study fit of one seed and best fit of the other: "
+        + ", ".join(f"{100 * mcc(a, b):.2f}" for a, b in mixed)
+    )
 
 
 if __name__ == "__main__":
