@@ -19,6 +19,7 @@ from identrep.utils.seeding import derive_seed
 __all__ = [
     "BASELINE_SETTINGS",
     "TABLE3_BASELINE_MATERIALS",
+    "TABLE3_BASELINE_STEPS",
     "TABLE3_LATENTS",
     "TABLE3_MTRN",
     "baseline_materials",
@@ -58,12 +59,20 @@ BASELINE_SETTINGS = {
 #: seed index and every seed trained on other materials (docs/notes.md, "Table 3
 #: baselines at every d" and "Table 3 baselines on one subset").
 #: Representations of all 21,263 materials are compared across seeds.
-#: ``--baseline-materials all --baseline-steps N`` (RunConfig fields, new run
-#: ids) trains on every material with the subset fit's number of steps instead
-#: (2,110 for iVAE / MT-iVAE, 2,350 for iCaRL / MT-iCaRL, which keep no
-#: validation rows); docs/notes.md, "Table 3 baselines on all materials with a
-#: step budget". The default stays the subset until every model and d is measured.
+#: Since 2026-11-26 the study's default trains the baselines on every material
+#: with the subset fit's number of optimiser steps instead
+#: (:data:`TABLE3_BASELINE_STEPS`; RunConfig fields ``baseline_materials="all"``
+#: and ``baseline_steps``), measured for every model and d (docs/notes.md, "Table
+#: 3 baselines on all materials with a step budget"); ``--baseline-materials
+#: subset`` runs this subset (the records' ``baseline_materials`` is then None,
+#: so the subset records made before keep their run ids), and ``--quick`` keeps
+#: it too.
 TABLE3_BASELINE_MATERIALS = 3000
+
+#: The baselines' step budget on all materials: the steps of the subset fit
+#: (10 epochs over 3,000 x 80 rows in batches of 1,024): 2,110 for iVAE /
+#: MT-iVAE, 2,350 for iCaRL / MT-iCaRL, which keep no validation rows.
+TABLE3_BASELINE_STEPS = {"iVAE": 2110, "MT-iVAE": 2110, "iCaRL": 2350, "MT-iCaRL": 2350}
 
 #: ``--quick``: 5 latents and 2 seeds (the least that compares seeds), MTRN capped
 #: at 15 epochs and the baselines at 1, so that every model row appears in minutes
@@ -84,13 +93,16 @@ def grid(
 ) -> list[RunConfig]:
     """21,263 materials, 86 element counts as inputs, 80 derived features as
     tasks; MTRN + MTLCM with 5, 10, 20, 40 and 80 latents, and the baselines
-    (trained on a subset of the materials, see TABLE3_BASELINE_MATERIALS).
+    (trained on all materials with the step budget :data:`TABLE3_BASELINE_STEPS`).
 
-    ``quick`` keeps :data:`QUICK_LATENTS`, 2 seeds and the epoch caps
-    :data:`QUICK_EPOCHS` (said so in the report). ``baseline_materials`` and
-    ``baseline_steps`` set the baselines' training data and step budget
-    (:func:`baseline_materials`, :func:`baseline_steps_per_epoch`; new run ids);
-    MTLCM ignores them.
+    ``quick`` keeps :data:`QUICK_LATENTS`, 2 seeds, the epoch caps
+    :data:`QUICK_EPOCHS` and the baselines' subset of
+    :data:`TABLE3_BASELINE_MATERIALS` materials (said so in the report).
+    ``baseline_materials`` (a count, "all" or "subset") and ``baseline_steps``
+    set the baselines' training data and step budget (:func:`baseline_materials`,
+    :func:`baseline_steps_per_epoch`); when neither is given (and not ``quick``)
+    they are "all" and the model's :data:`TABLE3_BASELINE_STEPS`. MTLCM ignores
+    them.
     """
     if mixing != "random" or mixing_source != "reference":
         raise ValueError("table3 is real data: drop --mixing and --mixing-source.")
@@ -106,6 +118,22 @@ def grid(
         mixing="none",
     )
     dims = QUICK_LATENTS if quick else TABLE3_LATENTS
+    default_budget = not quick and baseline_materials is None and baseline_steps is None
+    if baseline_materials == "subset":
+        baseline_materials = None
+
+    def budget(model: str) -> dict:
+        if model == "MTLCM":
+            return {}
+        if default_budget:
+            return dict(
+                baseline_materials="all",
+                baseline_steps=TABLE3_BASELINE_STEPS.get(model),
+            )
+        return dict(
+            baseline_materials=baseline_materials, baseline_steps=baseline_steps
+        )
+
     return [
         dataclasses.replace(
             base,
@@ -115,14 +143,7 @@ def grid(
             max_epochs=(
                 QUICK_EPOCHS["MTLCM" if m == "MTLCM" else "baseline"] if quick else None
             ),
-            **(
-                {}
-                if m == "MTLCM"
-                else dict(
-                    baseline_materials=baseline_materials,
-                    baseline_steps=baseline_steps,
-                )
-            ),
+            **budget(m),
         )
         for m, d, s in itertools.product(models, dims, range(n_seeds))
     ]
@@ -258,13 +279,13 @@ def fit_baseline(config: RunConfig, data, model_seed: int, artifacts=None) -> di
 
 
 def _materials(raw):
-    if raw is None or raw == "all":
+    if raw is None or raw in ("all", "subset"):
         return raw
     try:
         return int(raw)
     except ValueError:
         raise ValueError(
-            f"--baseline-materials must be a count or 'all'; got {raw!r}."
+            f"--baseline-materials must be a count, 'all' or 'subset'; got {raw!r}."
         ) from None
 
 
@@ -272,9 +293,10 @@ BASELINE_OPTIONS = (
     Option(
         "--baseline-materials",
         "baseline_materials",
-        help="materials the baselines train on: a count or 'all' (default: the "
-        f"study's subset of {TABLE3_BASELINE_MATERIALS}; new run ids when set)",
-        metavar="N|all",
+        help="materials the baselines train on: a count, 'all' or 'subset' (the "
+        f"study's {TABLE3_BASELINE_MATERIALS:,}; default: all, with the step "
+        "budget of --baseline-steps)",
+        metavar="N|all|subset",
         convert=_materials,
     ),
     Option(
@@ -282,7 +304,8 @@ BASELINE_OPTIONS = (
         "baseline_steps",
         type=int,
         help="the baselines' budget in optimiser steps, dealt out over their "
-        "epochs (default: whole passes; new run ids when set)",
+        "epochs (default: 2,110 for iVAE / MT-iVAE and 2,350 for iCaRL / "
+        "MT-iCaRL on all materials, else whole passes)",
         metavar="STEPS",
     ),
 )

@@ -105,7 +105,9 @@ def test_table3_baselines_train_on_one_subset_for_every_seed_and_d(
     from identrep.experiments.studies._chen2024 import RealData
 
     grid = get_study("table3").grid(
-        seeds=3, models=["iVAE", "MT-iVAE", "iCaRL", "MT-iCaRL"]
+        seeds=3,
+        models=["iVAE", "MT-iVAE", "iCaRL", "MT-iCaRL"],
+        baseline_materials="subset",
     )
     subsets = [table3.baseline_materials(c, 21263) for c in grid]
     first = subsets[0]
@@ -156,10 +158,42 @@ def test_table3_baseline_budget_on_all_materials(tmp_path, monkeypatch):
     from identrep.experiments.studies._chen2024 import RealData
 
     study = get_study("table3")
-    old = [c for c in study.grid(models=["iVAE"]) if (c.n_latents, c.seed) == (10, 0)]
+    old = [
+        c
+        for c in study.grid(models=["iVAE"], baseline_materials="subset")
+        if (c.n_latents, c.seed) == (10, 0)
+    ]
     # the id of the stored record in /work/runs/t3_baselines (before the fields)
     assert old[0].run_id == "table3-iVAE-d10-k0-p86-none-s0-ae7e529a"
     assert "baseline_steps" not in old[0].to_dict()
+    # the default: all materials with each model's step budget, the same run ids
+    # as the explicit options (so the records of /work/runs/t3_baselines_all,
+    # made with them, are the default's); --quick keeps the subset
+    models = ["MTLCM", "iVAE", "MT-iVAE", "iCaRL", "MT-iCaRL"]
+    default = study.grid(models=models, seeds=2)
+    for c in default:
+        if c.model == "MTLCM":
+            assert c.baseline_materials is None and c.baseline_steps is None
+        else:
+            assert c.baseline_materials == "all"
+            assert c.baseline_steps == table3.TABLE3_BASELINE_STEPS[c.model]
+            explicit = study.grid(
+                models=[c.model],
+                seeds=2,
+                baseline_materials="all",
+                baseline_steps=table3.TABLE3_BASELINE_STEPS[c.model],
+            )
+            assert c.run_id in {e.run_id for e in explicit}
+    assert {c.baseline_steps for c in default if c.model == "iCaRL"} == {2350}
+    quick = study.grid(models=models, quick=True)
+    assert all(c.baseline_materials is None for c in quick)
+    assert all(c.baseline_steps is None for c in quick)
+    # one option alone: the other keeps its plain meaning (no step budget /
+    # the subset), as before the default changed
+    counted = study.grid(models=["iVAE"], seeds=2, baseline_materials=500)
+    assert {(c.baseline_materials, c.baseline_steps) for c in counted} == {(500, None)}
+    stepped = study.grid(models=["iVAE"], seeds=2, baseline_steps=1000)
+    assert {(c.baseline_materials, c.baseline_steps) for c in stepped} == {(None, 1000)}
     new = study.grid(
         models=["MTLCM", "iVAE"], baseline_materials="all", baseline_steps=2110
     )
