@@ -1,6 +1,7 @@
 """Is MTLCM's rotation of converged QM9 features the same across seeds?
 
-Reads a ``reproduce qm9`` folder with two seeds' records and latents (the stored
+Reads a ``reproduce qm9`` folder with two seeds' records and latents at
+``--latents`` latents (others in the folder are ignored; the stored
 standardised MTRN features), refits MTLCM on each seed's features from the joint-
 diagonalisation start (the study's fit, same seed) and from ``--starts`` random
 starts, then ``n_init=10`` restarts of the joint-diagonalisation start, and prints
@@ -8,7 +9,8 @@ every fit's log-likelihood per sample, its Pearson MCC to the study's fit, and t
 cross-seed MCC of (a) the study's fits, (b) the best-likelihood fit of each seed
 among all those, (c) one seed's study fit against the other's best fit. Also the
 canonical correlations of the two seeds' features (how much subspace they share).
-Used for docs/notes.md, "Coordinator, stop 27".
+Used for docs/notes.md, "Coordinator, stop 27" (d = 8) and "Coordinator, stop 28"
+(d = 7).
 
 Usage::
 
@@ -45,14 +47,20 @@ def main() -> None:
     ap.add_argument("--starts", type=int, default=8)
     args = ap.parse_args()
     Y = _load(args.molecules, 0, "qm9pack").Y
-    records = sorted(glob.glob(os.path.join(args.run, "records", "*.json")))
-    latents = sorted(glob.glob(os.path.join(args.run, "latents", "*.npz")))
-    if len(records) != 2 or len(latents) != 2:
-        raise SystemExit(f"{args.run}: expected 2 records and 2 latents files")
-    study_fits, best_fits, feats = [], [], []
-    for rec_path, lat_path in zip(records, latents, strict=True):
+    runs = []  # (model seed, latents file) of the records with --latents latents
+    for rec_path in sorted(glob.glob(os.path.join(args.run, "records", "*.json"))):
         with open(rec_path) as f:
-            seed = json.load(f)["model_seed"]
+            record = json.load(f)
+        if record["config"]["n_latents"] == args.latents:
+            lat = os.path.join(args.run, "latents", record["run_id"] + ".npz")
+            runs.append((record["model_seed"], lat))
+    if len(runs) != 2 or not all(os.path.exists(lat) for _, lat in runs):
+        raise SystemExit(
+            f"{args.run}: expected 2 records with n_latents={args.latents} and "
+            f"their latents files; found {len(runs)} record(s)"
+        )
+    study_fits, best_fits, feats = [], [], []
+    for seed, lat_path in runs:
         # the pipeline's MTLCM seed: the second draw of its generator
         rng = check_random_state(seed)
         mtlcm_seed = int(rng.integers(0, 2**32 - 1, size=2)[1])
