@@ -13,7 +13,10 @@ command. Everything else is the study's own code and CLI.
 
 With ``--checkpoint-dir DIR`` every run's MTRN saves its training after every epoch
 in ``DIR/<run_id>.mtrn.ckpt`` (:func:`identrep.training.fit_module`) and continues
-from that file when it exists. A run whose training ``--max-time`` ends is then
+from that file when it exists. The file is named by the run's stage 1
+(``QM9Config.mtrn_run_id``, the run id with one MTLCM start), so a run with
+``--mtlcm-n-init N`` reuses the finished MTRN of the one-start run and only fits
+MTLCM. A run whose training ``--max-time`` ends is then
 *paused*: it writes no record (so the study runs it again next time) and skips
 MTLCM; the driver prints where it stopped and exits with status 75 (the sweep ends
 there: runs after it start next time, so give each run its own process, as
@@ -68,7 +71,10 @@ def _runtime_pipeline(config, model_seed):
     pipe = _pipeline(config, model_seed)
     extra = dict(_RUNTIME)
     if _CHECKPOINT_DIR:
-        extra["checkpoint"] = str(_CHECKPOINT_DIR[0] / f"{config.run_id}.mtrn.ckpt")
+        # named by the stage-1 run: runs that differ only in MTLCM's starts
+        # (--mtlcm-n-init) share the MTRN, and a finished one returns at once
+        name = f"{config.mtrn_run_id}.mtrn.ckpt"
+        extra["checkpoint"] = str(_CHECKPOINT_DIR[0] / name)
     pipe.mtrn_params = {**pipe.mtrn_params, **extra}
     return pipe
 

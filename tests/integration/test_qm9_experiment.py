@@ -122,3 +122,80 @@ def test_qm9_sweep_writes_standard_records_resumes_and_reports(tmp_path):
 def test_qm9_report_of_an_empty_folder_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="No records folder"):
         write_report(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:MTRN.*budget:UserWarning")  # 2 epochs on purpose
+def test_qm9_mtlcm_restarts_keep_the_run_ids_and_the_mtrn():
+    """--mtlcm-n-init: one start keeps the stored run ids; more starts get their
+    own id but name the same stage 1 (its checkpoint), train the same MTRN and
+    fit MTLCM from starts whose first is the one-start fit."""
+    study = get_study("qm9")
+    paper = dict(n_molecules=30000, latent_dims=(6, 7), max_epochs=100, patience=20)
+    one = study.grid(seeds=2, **paper)
+    # the ids of the records in docs/results/qm9_converged and of the d = 6 runs
+    # (their MTRN checkpoints are named by them): the field must not move them
+    assert [c.run_id for c in one] == [
+        "qm9-MTLCM-d06-s0-4f5e0c86",
+        "qm9-MTLCM-d06-s1-9b0ef63b",
+        "qm9-MTLCM-d07-s0-f96bf067",
+        "qm9-MTLCM-d07-s1-a86c8f51",
+    ]
+    assert all("mtlcm_n_init" not in c.to_dict() for c in one)
+    assert [c.mtrn_run_id for c in one] == [c.run_id for c in one]
+    many = study.grid(seeds=2, mtlcm_n_init=10, **paper)
+    assert all(c.to_dict()["mtlcm_n_init"] == 10 for c in many)
+    assert not {c.run_id for c in many} & {c.run_id for c in one}
+    assert [c.mtrn_run_id for c in many] == [c.run_id for c in one]
+    assert [c.model_seed() for c in many] == [c.model_seed() for c in one]
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="mtlcm_n_init must be a positive"):
+            study.grid(seeds=1, mtlcm_n_init=bad, **paper)
+
+    # the fits: same MTRN bits, restart 0 is the one-start fit, best kept
+    from identrep.experiments.studies import chen2024_qm9 as qm9
+
+    (c1,) = study.grid(latent_dims=(3,), seeds=1, **KW)
+    (c3,) = study.grid(latent_dims=(3,), seeds=1, mtlcm_n_init=3, **KW)
+    data, _ = qm9.make_data(c1)
+    p1 = qm9._pipeline(c1, c1.model_seed()).fit(data.X, data.Y)
+    p3 = qm9._pipeline(c3, c3.model_seed()).fit(data.X, data.Y)
+    F = p1.mtrn_.transform(data.X)
+    np.testing.assert_array_equal(p3.mtrn_.transform(data.X), F)
+    lls = p3.mtlcm_.restart_log_likelihoods_
+    assert len(lls) == 3 and lls[0] == pytest.approx(p1.mtlcm_.log_likelihood_)
+    assert p3.mtlcm_.log_likelihood_ == pytest.approx(max(lls))
+
+
+def test_qm9_cli_mtlcm_n_init_reaches_the_runs(capsys):
+    from identrep.cli import main
+
+    argv = ["reproduce", "qm9", "--dry-run", "--latent-dims", "6", "--seeds", "1"]
+    assert main([*argv, "--n-molecules", "30000", "--max-epochs", "100"]) == 0
+    plain = capsys.readouterr().out
+    assert (
+        main(
+            [
+                *argv,
+                "--n-molecules",
+                "30000",
+                "--max-epochs",
+                "100",
+                "--mtlcm-n-init",
+                "4",
+            ]
+        )
+        == 0
+    )
+    restarts = capsys.readouterr().out
+    assert "qm9-MTLCM-d06-s0-" in plain and "qm9-MTLCM-d06-s0-" in restarts
+    assert plain != restarts
+
+
+def test_qm9_report_intro_names_the_mtlcm_starts():
+    from identrep.experiments.studies.chen2024_qm9 import _intro
+
+    old = pd.DataFrame({"n_molecules_used": [30000], "max_epochs": [100]})
+    assert "then MTLCM. MCC x 100" in _intro(old)  # records of one start
+    new = old.assign(mtlcm_n_init=[10.0])
+    assert "then MTLCM (10 starts, the highest likelihood kept). " in _intro(new)
