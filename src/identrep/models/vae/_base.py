@@ -350,7 +350,10 @@ class BaseVAE(TorchEstimatorMixin, IdentrepEstimator):
         Xt = torch.empty(Xo.shape, dtype=self.dtype_, device=self.device_)
         with torch.no_grad():
             for start in range(0, Xo.shape[0], 8192):
-                rows = torch.as_tensor(np.asarray(Xo[start : start + 8192]))
+                chunk = np.asarray(Xo[start : start + 8192])
+                if not chunk.flags.writeable:  # read-only input (a memmap, a
+                    chunk = chunk.copy()  # frozen array): torch would warn
+                rows = torch.as_tensor(chunk)
                 Xt[start : start + 8192] = net.standardize(
                     rows.to(device=self.device_, dtype=self._x_dtype())
                 )

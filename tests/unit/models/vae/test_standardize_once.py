@@ -140,3 +140,36 @@ def test_standardised_batch_with_a_raw_likelihood_is_refused():
         neg_elbo_loss(
             module, VAEBatch(module.standardize(x), zeros, zeros.long(), True)
         )
+
+
+def test_read_only_input_fits_without_a_torch_warning(data, seed):
+    """Frozen arrays (the data sets' own, memmaps) are read, not written: no
+    'non-writable tensor' warning, and the fit equals that of a writable copy.
+    torch warns once per process, so the warning is checked in a fresh one."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np\n"
+        "from identrep.datasets import make_nonlinear_tasks\n"
+        "from identrep.models.vae import IVAE\n"
+        "d = make_nonlinear_tasks(n_tasks=8, n_samples=60, n_latents=3, n_causal=1,"
+        " n_observed=6, random_state=0)\n"
+        "X = np.array(d.X); X.setflags(write=False)\n"
+        "IVAE(n_latents=3, max_epochs=1, random_state=0).fit(X, d.y,"
+        " task_ids=d.task_ids)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-W", "error::UserWarning", "-c", code],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    writable, frozen = np.array(data.X), np.array(data.X)
+    frozen.setflags(write=False)
+    fits = [
+        IVAE(random_state=seed, **SMALL).fit(X, data.y, task_ids=data.task_ids)
+        for X in (writable, frozen)
+    ]
+    Z = [f.transform(writable, data.y, task_ids=data.task_ids) for f in fits]
+    np.testing.assert_array_equal(Z[1], Z[0])
