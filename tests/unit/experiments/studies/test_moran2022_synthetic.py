@@ -14,15 +14,18 @@ from identrep.experiments.studies.moran2022_synthetic import (
     MORAN_MODELS,
     QUICK_EPOCHS,
     RHO_PCTS,
+    VARIANTS,
     SparseFactorConfig,
+    _estimator,
 )
 
 
 def test_grid_covers_every_model_correlation_and_seed():
     study = get_study("moran2022_synthetic")
-    assert study.models == MORAN_MODELS
+    assert MORAN_MODELS == ("Sparse VAE", "VAE", "beta-VAE", "VSC")
+    assert study.models == (*MORAN_MODELS, *VARIANTS) and VARIANTS == ("VAE_KL1overK",)
     grid = study.grid(seeds=3)
-    assert len(grid) == 3 * 5 * 3
+    assert len(grid) == 5 * 5 * 3
     assert sorted({c.rho_pct for c in grid}) == list(RHO_PCTS) == [0, 20, 40, 60, 80]
     assert {c.max_epochs for c in grid} == {None}
     assert {(c.n_train, c.n_eval, c.n_latents) for c in grid} == {(1000, 2000, 2)}
@@ -35,6 +38,27 @@ def test_grid_covers_every_model_correlation_and_seed():
     quick = study.grid(quick=True)
     assert {c.rho_pct for c in quick} == {0, 60} and {c.seed for c in quick} == {0}
     assert {c.max_epochs for c in quick} == {QUICK_EPOCHS}
+
+
+def test_added_models_keep_the_stored_run_ids_and_their_settings():
+    """VSC and VAE_KL1overK joined the study after its 150 runs of the three first
+    models were made; those runs keep their ids and seeds (docs/results/
+    moran2022_synthetic), and the new rows train with the shared settings."""
+    grid = get_study("moran2022_synthetic").grid(seeds=10)
+    ids = {c.run_id: c for c in grid}
+    first = ids["moran2022_synthetic-SparseVAE-r0-s0-7c8f7ea4"]
+    assert first.model_seed() == 1101706994  # as in the stored results.csv
+    assert "moran2022_synthetic-beta-VAE-r80-s9-787fcccb" in ids
+    c = next(c for c in grid if c.model == "VAE_KL1overK")
+    est = _estimator(c, 7)
+    assert type(est).__name__ == "BetaVAE" and est.beta == 0.5  # 1 / K, K = 2
+    vsc = _estimator(next(c for c in grid if c.model == "VSC"), 7)
+    vae = _estimator(next(c for c in grid if c.model == "VAE"), 7)
+    assert type(vsc).__name__ == "VSC"
+    shared = ("hidden_sizes", "lr", "batch_size", "max_epochs", "lr_schedule")
+    for name in (*shared, "decoder_var", "val_fraction", "patience"):
+        assert getattr(vsc, name) == getattr(vae, name) == getattr(est, name), name
+    assert vsc.max_epochs == 200 and vsc.random_state == 7
 
 
 def test_config_errors():
@@ -59,7 +83,7 @@ def test_tiny_run_reports_dci_and_support_beside_the_anchors(tmp_path):
         for c in study.grid(seeds=1, rhos=(0, 40))
     ]
     recs = run_sweep(configs, tmp_path, progress=False)
-    assert len(recs) == 6
+    assert len(recs) == 10
     for r in recs:
         m = r["metrics"]
         assert 0 <= m["dci_d"] <= 1 and 0 <= m["dci_c"] <= 1
@@ -77,6 +101,9 @@ def test_tiny_run_reports_dci_and_support_beside_the_anchors(tmp_path):
     res = pd.read_csv(tmp_path / "results.csv")
     assert {"dci_d", "dci_c", "dci_i", "support_f", "exact_support"} <= set(res.columns)
     assert "anchor DCI-D" in text and "Quick run: 1 epochs" in text
+    # the paper's VSC row and the labelled variant are reported with the others
+    for name in ("VSC", "VAE_KL1overK"):
+        assert any(ln.startswith(f"| {name} | 0 ") for ln in text.splitlines())
     # the anchors (99 at rho 0, 90 at rho 0.4) stand beside our Sparse VAE rows
     line = next(ln for ln in text.splitlines() if ln.startswith("| Sparse VAE | 40 "))
     assert "90.00" in line
