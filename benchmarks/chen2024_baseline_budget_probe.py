@@ -1,0 +1,71 @@
+"""Does the epoch cap hold a baseline row of Tables 1 or 2 back (Chen et al., 2024)?
+
+Refits the study's runs of one baseline (``identrep reproduce table1 --models
+iVAE``, or ``table2``: the same data and model seeds, the study's encoder, early
+stopping on a 10 % validation split) with each epoch cap given, and prints the
+per-task Spearman MCC (the tables' column), the pooled MCC, the best epoch and
+the CPU seconds of every fit. At the study's cap (Table 1: 100 epochs, Table 2's
+baselines: 30) it reproduces the stored records. A configuration is ``K,D``
+(causal latents, latents) for Table 1 and ``K,P`` (causal latents, observed
+dimension) for Table 2. Used for docs/notes.md, "Coordinator, stop 29" (Table 1,
+iVAE at k = 4, d = 5) and "Coordinator, stop 30" (Table 2, iVAE at k = 4, p = 50).
+
+Usage::
+
+    OMP_NUM_THREADS=1 PYTHONPATH=src \\
+        python benchmarks/chen2024_baseline_budget_probe.py \\
+        --configs 4,5 2,5 --caps 100 400
+    OMP_NUM_THREADS=1 PYTHONPATH=src \\
+        python benchmarks/chen2024_baseline_budget_probe.py --study table2 \\
+        --configs 4,50 --caps 30 100 --where seed=0
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+from identrep.experiments import get_study
+
+#: The second number of a configuration, per study.
+SECOND = {"table1": ("n_latents", "d"), "table2": ("n_observed", "p")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--study", choices=sorted(SECOND), default="table1")
+    ap.add_argument("--model", default="iVAE")
+    ap.add_argument("--configs", nargs="+", default=["4,5"], metavar="K,D")
+    ap.add_argument("--caps", nargs="+", type=int, default=[100, 400])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument(
+        "--where", default=None, metavar="seed=S", help="only this seed (seed=S)"
+    )
+    args = ap.parse_args()
+    field, letter = SECOND[args.study]
+    want = [tuple(int(v) for v in c.split(",")) for c in args.configs]
+    only = None if args.where is None else int(args.where.split("=", 1)[1])
+    study = get_study(args.study)
+    for config in study.grid(seeds=args.seeds, models=(args.model,)):
+        if (config.n_causal, getattr(config, field)) not in want:
+            continue
+        if only is not None and config.seed != only:
+            continue
+        data, _ = study.make_data(config)
+        for cap in args.caps:
+            capped = dataclasses.replace(config, max_epochs=cap)
+            t0 = time.process_time()
+            m = study.fits[args.model](capped, data, config.model_seed())
+            print(
+                f"{args.model} k={config.n_causal} {letter}={getattr(config, field)} "
+                f"seed={config.seed} cap={cap} "
+                f"mcc_task={m['mcc_task_spearman']:.4f} "
+                f"pooled={m['mcc_pooled']:.4f} best_epoch={m['best_epoch']} "
+                f"epochs={m['epochs']} cpu_s={time.process_time() - t0:.1f}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
