@@ -1,0 +1,67 @@
+"""Rebuild a study's report from ``results.csv`` files, for runs whose records
+are gone.
+
+``identrep report DIR`` reads a folder's records. Some stored results survive
+only as the ``results.csv`` of their report (one row per run, every configuration
+field and metric; e.g. the 150 runs of ``docs/results/moran2022_synthetic``,
+measured before records were kept in the repository). This script concatenates
+the rows of every ``--csv`` (and, with ``--run DIR``, the records of run
+folders), refuses a run that two sources both hold (same configuration), and
+writes ``report.md``, ``report.tex``, ``results.csv`` and ``plots/`` to ``--out``
+through the study's own report code. Only for studies whose report needs no
+stored latents (no cross-seed columns). Run from the repository root::
+
+    PYTHONPATH=src python benchmarks/report_from_results.py \\
+        --csv docs/results/moran2022_synthetic/results.csv \\
+        --run /work/runs/synth_new --out /tmp/synth_all
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from identrep.experiments.io import atomic_write_text, load_records
+from identrep.experiments.registry import get_study
+from identrep.experiments.report import build_latex, build_report, records_to_frame
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--csv", nargs="*", default=[], type=Path)
+    ap.add_argument("--run", nargs="*", default=[], type=Path)
+    ap.add_argument("--out", required=True, type=Path)
+    args = ap.parse_args()
+    parts = [pd.read_csv(p) for p in args.csv]
+    parts += [records_to_frame(load_records(d)) for d in args.run]
+    if not parts:
+        raise SystemExit("give at least one --csv or --run")
+    df = pd.concat(parts, ignore_index=True)
+    tables = df["table"].unique()
+    if len(tables) != 1:
+        raise SystemExit(f"the sources hold several studies: {list(tables)}")
+    spec = get_study(tables[0]).report
+    key = [c for c in spec.columns if c in df]
+    dup = df[df.duplicated(key, keep=False)]
+    if len(dup):
+        raise SystemExit(f"{len(dup)} rows share a configuration:\n{dup[key]}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(args.out / "results.csv", df.to_csv(index=False))
+    text, summ = build_report(df)
+    atomic_write_text(args.out / "report.tex", build_latex(summ))
+    from identrep.experiments.plots import plot_summary
+
+    paths = plot_summary(summ, args.out / "plots")
+    figures = "".join(f"\n![{p.stem}](plots/{p.name})\n" for p in paths)
+    sources = ", ".join(
+        [f"`{p}`" for p in args.csv] + [f"the records of `{d}`" for d in args.run]
+    )
+    header = f"# identrep results\n\nRebuilt from {sources} ({len(df)} runs).\n\n"
+    atomic_write_text(args.out / "report.md", header + text + figures)
+    print(f"{len(df)} runs -> {args.out / 'report.md'}")
+
+
+if __name__ == "__main__":
+    main()
