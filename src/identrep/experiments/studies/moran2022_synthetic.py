@@ -4,11 +4,12 @@ factors from the 7-feature sparse process (``moran2022_synthetic``).
 Data: :func:`~identrep.datasets.make_sparse_factors` (x1..x7 of Eq. 9, noise sd
 0.5) with factor correlation rho in {0, 0.2, 0.4, 0.6, 0.8}; 1,000 training points;
 a fresh 2,000-point sample scores the representation. Models: the Sparse VAE, the
-VAE, the beta-VAE (beta = 4) and VSC (the paper's Figure 3 compares all four;
-VSC with its class defaults for the prior and schedules), each with 2 latents,
+VAE, the beta-VAE (beta = 4) and VSC (the paper's Figure 3 and its text compare
+the Sparse VAE, the VAE and VSC; the authors' script also runs beta-VAEs; VSC
+with its class defaults for the prior and schedules), each with 2 latents,
 hidden (50, 50), batch 100, Adam at 1e-2, 200 epochs and the same step-size
 schedule (the Sparse VAE's defaults). One labelled variant that is not a row of
-the paper: ``VAE_KL1overK``, the VAE with its KL weighed 1/K (K = 2 latents), the
+the paper: ``VAE_KL1overK``, the VAE with its KL weighed 1/K (K latents), the
 weight the authors' code gives the VAE (:data:`VARIANTS`); it tests whether the
 anchors' VAE differs from ours by that weight. The Sparse VAE learns the prior
 correlation of the factors (the paper's Eq. 1), keeps its per-feature head rows at
@@ -262,8 +263,8 @@ _NOTE = (
     "2,000 points), not read off the figure; their std was not recorded (nan). "
     "The authors' Sparse VAE recovered the exact true support in 1 of 50 runs "
     "and zeroed a whole row of W in 9 of 50. VAE_KL1overK (not a row of the "
-    "paper): the VAE with its KL weighed 1/K, K = 2 latents, as the authors' "
-    "code weighs it."
+    "paper): the VAE with its KL weighed 1/K, K the number of latents, as the "
+    "authors' code weighs it."
 )
 
 
