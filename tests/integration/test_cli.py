@@ -63,6 +63,19 @@ def test_reproduce_dry_run_lists_runs(capsys):
         main([*argv, "PCA"])
 
 
+def test_reproduce_without_seeds_takes_the_studys_own_number(capsys):
+    """The paper's synthetic process of Moran et al. has 10 seeds, the tables 5:
+    without --seeds each study runs its own (the CLI once passed 5 to all)."""
+    argv = ["reproduce", "moran2022_synthetic", "--dry-run", "--models", "VAE"]
+    assert main(argv) == 0
+    ids = capsys.readouterr().out.strip().splitlines()
+    assert len(ids) == 5 * 10 and sum("-r0-s9-" in x for x in ids) == 1
+    assert main(["reproduce", "table1", "--dry-run", "--models", "MTLCM"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 9 * 5
+    assert main([*argv, "--seeds", "3"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 5 * 3
+
+
 def test_where_with_unknown_field_fails_clearly():
     with pytest.raises(SystemExit, match="unknown field"):
         main(["reproduce", "table1", "--dry-run", "--where", "colour=blue"])

@@ -145,7 +145,13 @@ def add_parser(sub) -> None:
         help="a registered study: "
         + "; ".join(f"{n}: {STUDIES[n].title}" for n in sorted(STUDIES)),
     )
-    r.add_argument("--seeds", type=int, default=5, help="seeds per configuration")
+    r.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help="seeds per configuration (default: the study's own, the paper's: 10 "
+        "for moran2022_synthetic, 5 for the others)",
+    )
     r.add_argument(
         "--quick", action="store_true", help="the study's cheap variant (few seeds)"
     )

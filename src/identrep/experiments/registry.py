@@ -231,11 +231,15 @@ class Study:
             )
         return models
 
-    def grid(self, seeds: int = 5, quick: bool = False, models=None, **options) -> list:
-        """The run configurations (``quick``: the study's cheap variant)."""
-        return self.make_grid(
-            seeds=seeds, quick=quick, models=self.check_models(models), **options
-        )
+    def grid(
+        self, seeds: int | None = None, quick: bool = False, models=None, **options
+    ) -> list:
+        """The run configurations (``quick``: the study's cheap variant;
+        ``seeds=None``: the study's own number, e.g. 10 for the Moran et al.
+        synthetic process, 5 for the tables)."""
+        if seeds is not None:
+            options["seeds"] = seeds
+        return self.make_grid(quick=quick, models=self.check_models(models), **options)
 
     def fit(self, config, data, model_seed: int, artifacts=None) -> dict:
         return self.fits[config.model](config, data, model_seed, artifacts)
