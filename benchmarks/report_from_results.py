@@ -3,8 +3,9 @@ are gone.
 
 ``identrep report DIR`` reads a folder's records. Some stored results survive
 only as the ``results.csv`` of their report (one row per run, every configuration
-field and metric; e.g. the 150 runs of ``docs/results/moran2022_synthetic``,
-measured before records were kept in the repository). This script concatenates
+field and metric; e.g. the 100 Sparse VAE and VAE runs of
+``docs/results/moran2022_synthetic``, measured before records were kept in the
+repository). This script concatenates
 the rows of every ``--csv`` (and, with ``--run DIR``, the records of run
 folders), refuses a run that two sources both hold (same configuration), and
 writes ``report.md``, ``report.tex``, ``results.csv`` and ``plots/`` to ``--out``
@@ -12,8 +13,9 @@ through the study's own report code. Only for studies whose report needs no
 stored latents (no cross-seed columns). Run from the repository root::
 
     PYTHONPATH=src python benchmarks/report_from_results.py \\
-        --csv docs/results/moran2022_synthetic/results.csv \\
-        --run /work/runs/synth_new --out /tmp/synth_all
+        --csv docs/results/moran2022_synthetic/results_sparse_vae_vae.csv \\
+        --run docs/results/moran2022_synthetic/new_rows \\
+        --out docs/results/moran2022_synthetic
 """
 
 from __future__ import annotations

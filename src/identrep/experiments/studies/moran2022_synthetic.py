@@ -49,7 +49,7 @@ from identrep.utils.seeding import derive_seed
 
 __all__ = ["MORAN_MODELS", "RHO_PCTS", "VARIANTS", "SparseFactorConfig", "grid"]
 
-#: Models compared (the paper's Figure 3), in report order.
+#: Models compared (the paper's Figure 3 and the authors' script), in report order.
 MORAN_MODELS = ("Sparse VAE", "VAE", "beta-VAE", "VSC")
 #: Labelled variant rows (not rows of the paper), after the paper's rows:
 #: ``VAE_KL1overK`` is a beta-VAE with beta = 1 / n_latents, the KL weight the

@@ -41,9 +41,9 @@ def test_grid_covers_every_model_correlation_and_seed():
 
 
 def test_added_models_keep_the_stored_run_ids_and_their_settings():
-    """VSC and VAE_KL1overK joined the study after its 150 runs of the three first
-    models were made; those runs keep their ids and seeds (docs/results/
-    moran2022_synthetic), and the new rows train with the shared settings."""
+    """VSC and VAE_KL1overK joined the study after its 100 stored runs (Sparse VAE
+    and VAE, docs/results/moran2022_synthetic); those and the registered beta-VAE
+    keep their ids and seeds, and the new rows train with the shared settings."""
     grid = get_study("moran2022_synthetic").grid(seeds=10)
     ids = {c.run_id: c for c in grid}
     first = ids["moran2022_synthetic-SparseVAE-r0-s0-7c8f7ea4"]
