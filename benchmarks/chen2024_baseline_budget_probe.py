@@ -4,7 +4,8 @@ Refits the study's runs of one baseline (``identrep reproduce table1 --models
 iVAE``, or ``table2``: the same data and model seeds, the study's encoder, early
 stopping on a 10 % validation split) with each epoch cap given, and prints the
 per-task Spearman MCC (the tables' column), the pooled MCC, the best epoch and
-the CPU seconds of every fit. At the study's cap (Table 1: 100 epochs, Table 2's
+the CPU seconds of every fit (``best_epoch`` is 0-based, as in the records: 99 is
+the 100th epoch). At the study's cap (Table 1: 100 epochs, Table 2's
 baselines: 30) it reproduces the stored records. A configuration is ``K,D``
 (causal latents, latents) for Table 1 and ``K,P`` (causal latents, observed
 dimension) for Table 2. Used for docs/notes.md, "Coordinator, stop 29" (Table 1,

@@ -2,25 +2,25 @@
 
 Reads the lines that ``benchmarks/chen2024_baseline_budget_probe.py --study table2``
 printed (files given as arguments) and the stored 30-epoch records of
-``docs/results/table2_baselines_partial/records`` (same data and model seeds), and
+``docs/results/table2_baselines_partial`` (``--folder``; same data and model seeds), and
 prints per cell (model, k, p): the seeds refitted, the cell at the probe's cap
 (mean ± std over those seeds, ddof=0, x100), the stored cell over the same seeds,
 the per-seed change and how many seeds rose, and the stored cell over all five
 seeds. Used for docs/notes.md, "Coordinator, stop 30"::
 
-    python benchmarks/chen2024_table2_budget_cells.py \\
+    PYTHONPATH=src python benchmarks/chen2024_table2_budget_cells.py \\
         docs/results/table2_baselines_partial/epoch_cap_probe/*.txt
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
-import json
 import re
 from pathlib import Path
 
 import numpy as np
+
+from identrep.experiments import load_records
 
 LINE = re.compile(r"(\S+) k=(\d+) p=(\d+) seed=(\d+) cap=(\d+) mcc_task=([\d.]+)")
 
@@ -29,15 +29,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("probe_output", nargs="+", type=Path)
     ap.add_argument(
-        "--records",
+        "--folder",
         type=Path,
-        default=Path("docs/results/table2_baselines_partial/records"),
+        default=Path("docs/results/table2_baselines_partial"),
+        help="a reproduce table2 --out folder (its records/)",
     )
     ap.add_argument("--cap", type=int, default=100)
     args = ap.parse_args()
     stored = {}
-    for f in glob.glob(str(args.records / "*.json")):
-        r = json.loads(Path(f).read_text())
+    for r in load_records(args.folder):
         c = r["config"]
         key = (c["model"], c["n_causal"], c["n_observed"], c["seed"])
         stored[key] = r["metrics"]["mcc_task_spearman"]

@@ -9,7 +9,8 @@ repository). This script concatenates
 the rows of every ``--csv`` (and, with ``--run DIR``, the records of run
 folders), refuses a run that two sources both hold (same configuration), and
 writes ``report.md``, ``report.tex``, ``results.csv`` and ``plots/`` to ``--out``
-through the study's own report code. Only for studies whose report needs no
+with :func:`identrep.experiments.report.write_report_from_frame` (the code behind
+``identrep report``). Only for studies whose report needs no
 stored latents (no cross-seed columns). Run from the repository root::
 
     PYTHONPATH=src python benchmarks/report_from_results.py \\
@@ -25,9 +26,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from identrep.experiments.io import atomic_write_text, load_records
+from identrep.experiments.io import load_records
 from identrep.experiments.registry import get_study
-from identrep.experiments.report import build_latex, build_report, records_to_frame
+from identrep.experiments.report import records_to_frame, write_report_from_frame
 
 
 def main() -> None:
@@ -50,18 +51,10 @@ def main() -> None:
     if len(dup):
         raise SystemExit(f"{len(dup)} rows share a configuration:\n{dup[key]}")
     args.out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(args.out / "results.csv", df.to_csv(index=False))
-    text, summ = build_report(df)
-    atomic_write_text(args.out / "report.tex", build_latex(summ))
-    from identrep.experiments.plots import plot_summary
-
-    paths = plot_summary(summ, args.out / "plots")
-    figures = "".join(f"\n![{p.stem}](plots/{p.name})\n" for p in paths)
     sources = ", ".join(
         [f"`{p}`" for p in args.csv] + [f"the records of `{d}`" for d in args.run]
     )
-    header = f"# identrep results\n\nRebuilt from {sources} ({len(df)} runs).\n\n"
-    atomic_write_text(args.out / "report.md", header + text + figures)
+    write_report_from_frame(args.out, df, source=f"{sources} ({len(df)} runs)")
     print(f"{len(df)} runs -> {args.out / 'report.md'}")
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "records_to_frame",
     "summarise",
     "write_report",
+    "write_report_from_frame",
 ]
 
 _SEEDS = ("seed", "data_seed", "model_seed")
@@ -432,8 +433,38 @@ def write_report(out: str | Path, *, plots: bool = True) -> tuple[pd.DataFrame, 
             if not n_failed
             else f"All {n_failed} runs in {out / 'records'} failed; see their errors."
         )
-    atomic_write_text(out / "results.csv", df.to_csv(index=False))
     cross = cross_seed_summary(records, out)
+    failed = sorted(
+        (r["run_id"], r["error"]) for r in records if r.get("status") == "failed"
+    )
+    tail = ""
+    if failed:
+        tail = (
+            f"\n## Failed runs ({len(failed)})\n\nNo metrics; the seeds are fixed, "
+            "so running them again fails the same way (delete a record to retry).\n\n"
+            + "".join(f"- `{rid}`: {err}\n" for rid, err in failed)
+        )
+    return write_report_from_frame(
+        out, df, source="the records in `records/`", cross=cross, plots=plots, tail=tail
+    )
+
+
+def write_report_from_frame(
+    out: str | Path,
+    df: pd.DataFrame,
+    *,
+    source: str,
+    cross: pd.DataFrame | None = None,
+    plots: bool = True,
+    tail: str = "",
+) -> tuple[pd.DataFrame, str]:
+    """Write ``results.csv``, ``report.md`` (headed "Rebuilt from ``source``"),
+    ``report.tex`` and (with matplotlib) ``plots/*.png`` in ``out`` from the
+    per-run rows ``df`` (:func:`records_to_frame`, or a stored ``results.csv``);
+    ``cross``: :func:`cross_seed_summary` of the runs' latents, ``tail``: text
+    after the tables. Returns ``df`` and the report's text."""
+    out = Path(out)
+    atomic_write_text(out / "results.csv", df.to_csv(index=False))
     text, summ = build_report(df, cross)
     atomic_write_text(out / "report.tex", build_latex(summ))
     figures = ""
@@ -446,15 +477,7 @@ def write_report(out: str | Path, *, plots: bool = True) -> tuple[pd.DataFrame, 
             figures = f"\n(No plots: {exc})\n"
         else:
             figures = "".join(f"\n![{p.stem}](plots/{p.name})\n" for p in paths)
-    failed = sorted(
-        (r["run_id"], r["error"]) for r in records if r.get("status") == "failed"
-    )
-    if failed:
-        text += (
-            f"\n## Failed runs ({len(failed)})\n\nNo metrics; the seeds are fixed, "
-            "so running them again fails the same way (delete a record to retry).\n\n"
-            + "".join(f"- `{rid}`: {err}\n" for rid, err in failed)
-        )
-    header = "# identrep results\n\nRebuilt from the records in `records/`.\n\n"
+    text += tail
+    header = f"# identrep results\n\nRebuilt from {source}.\n\n"
     atomic_write_text(out / "report.md", header + text + figures)
     return df, text
