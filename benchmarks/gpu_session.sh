@@ -12,7 +12,9 @@
 # OUT receives at most 5 files: bench_cuda.json, qm9_gpu.tar.gz (records, report,
 # plots; no latents), logs.tar.gz; everything important is also printed.
 # A dry run without a GPU: DEVICE=cpu QM9_ARGS="--qm9-source tests/data/qm9".
-# STAGES (default "qm9 cuda tests") picks the stages.
+# STAGES (default "qm9 cuda tests") picks the stages; QM9_SEEDS (default "0 1") the
+# seeds of each latent dim; QM9_FEATURES=1 also returns the runs' MTRN features
+# (benchmarks/qm9_pack_features.py: features_d<d>_<k>.npz, two runs a file).
 # Training over several sessions (QM9_CKPT=folder, kept between sessions): each run
 # checkpoints MTRN every epoch in QM9_CKPT/ckpt (qm9_logged.py --checkpoint-dir) and
 # keeps its records in QM9_CKPT/d<d>s<s>; a run that QM9_BUDGET ends is paused (no
@@ -27,6 +29,7 @@ WORK=${WORK:-/tmp/qm9_gpu}
 DEVICE=${DEVICE:-cuda}
 PY=${PY:-python3}
 DIMS=${QM9_DIMS:-5 6 7 8}
+SEEDS=${QM9_SEEDS:-0 1}
 BUDGET=${QM9_BUDGET:-300}
 QM9_ARGS=${QM9_ARGS:-}
 STAGES=${STAGES:-qm9 cuda tests}
@@ -49,15 +52,16 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 echo "cores $(nproc)"
 $PY -c "import sys, numpy, scipy, sklearn, pandas, torch; print(sys.version.split()[0], 'numpy', numpy.__version__, 'scipy', scipy.__version__, 'sklearn', sklearn.__version__, 'pandas', pandas.__version__, 'torch', torch.__version__, 'cuda', torch.cuda.is_available())"
 
-n_runs=$(($(echo $DIMS | wc -w) * 2))
+n_seeds=$(($(echo $SEEDS | tr ' ' '\n' | sort -n | tail -n 1) + 1))
+n_runs=$(($(echo $DIMS | wc -w) * $(echo $SEEDS | wc -w)))
 threads=$(($(nproc) / n_runs))
 threads=$((threads > 0 ? threads : 1))
-has qm9 && log "QM9: $n_runs runs (d in $DIMS, seeds 0 1), $threads threads and $BUDGET s each"
+has qm9 && log "QM9: $n_runs runs (d in $DIMS, seeds $SEEDS), $threads threads and $BUDGET s each"
 has qm9 && for d in $DIMS; do
-  for s in 0 1; do
+  for s in $SEEDS; do
     # shellcheck disable=SC2086
     OMP_NUM_THREADS=$threads $PY benchmarks/qm9_logged.py --device "$DEVICE" \
-      --max-time "$BUDGET" --latent-dims "$d" --seeds 2 --where "seed=$s" \
+      --max-time "$BUDGET" --latent-dims "$d" --seeds "$n_seeds" --where "seed=$s" \
       --max-epochs 300 --out "$RUNS/d${d}s${s}" $QM9_ARGS \
       >"$LOGS/qm9_d${d}_s${s}.log" 2>&1 &
   done
@@ -101,8 +105,9 @@ for run in "$RUNS"/d*s*; do
 done
 # shellcheck disable=SC2086
 OMP_NUM_THREADS=4 $PY benchmarks/qm9_logged.py --latent-dims "$(echo $DIMS | tr ' ' ,)" \
-  --seeds 2 --max-epochs 300 --out "$WORK/all" $QM9_ARGS >"$LOGS/qm9_report.log" 2>&1
+  --seeds "$n_seeds" --max-epochs 300 --out "$WORK/all" $QM9_ARGS >"$LOGS/qm9_report.log" 2>&1
 tail -n 25 "$LOGS/qm9_report.log"
 tar czf "$OUT/qm9_gpu.tar.gz" -C "$WORK/all" --exclude=./latents . 2>/dev/null
+[ -n "${QM9_FEATURES:-}" ] && $PY benchmarks/qm9_pack_features.py "$WORK/all" "$OUT"
 tar czf "$OUT/logs.tar.gz" -C "$WORK" logs
 log "done"
