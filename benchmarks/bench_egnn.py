@@ -66,7 +66,7 @@ def buckets(net: EGNNExtractor, x_flat: torch.Tensor, size: int = 64) -> torch.T
         outs.append(_padded(net, feats[idx][:, cols], pos[idx][:, cols], mk[:, cols]))
     out = torch.cat(outs)
     inverse = torch.empty_like(order)
-    inverse[order] = torch.arange(len(order))
+    inverse[order] = torch.arange(len(order), device=order.device)
     return out[inverse]
 
 

@@ -1,14 +1,17 @@
 """Is MTLCM's rotation of converged QM9 features the same across seeds?
 
-Reads a ``reproduce qm9`` folder with two seeds' records and latents at
+Reads a ``reproduce qm9`` folder with two or more seeds' records and latents at
 ``--latents`` latents (others in the folder are ignored; the stored
 standardised MTRN features), refits MTLCM on each seed's features from the joint-
 diagonalisation start (the study's fit, same seed) and from ``--starts`` random
 starts, then ``n_init=10`` restarts of the joint-diagonalisation start, and prints
 every fit's log-likelihood per sample, its Pearson MCC to the study's fit, and the
 cross-seed MCC of (a) the study's fits, (b) the best-likelihood fit of each seed
-among all those, (c) one seed's study fit against the other's best fit. Also the
-canonical correlations of the two seeds' features (how much subspace they share).
+among all those, (c) one seed's study fit against the other's best fit, for every
+pair of seeds (mean ± std over pairs, ddof=0, when there are more than two). Also the
+canonical correlations of each pair's features (how much subspace they share).
+``--molecules 0``: all of QM9 (the GPU runs; their features from
+``qm9_pack_features.py --unpack``).
 Used for docs/notes.md, "Coordinator, stop 27" (d = 8) and "Coordinator, stop 28"
 (d = 7).
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import itertools
 import json
 import os
 
@@ -41,26 +45,26 @@ def canonical_correlations(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("run", help="a reproduce qm9 --out folder with two seeds")
-    ap.add_argument("--molecules", type=int, default=30000)
+    ap.add_argument("run", help="a reproduce qm9 --out folder with 2+ seeds")
+    ap.add_argument("--molecules", type=int, default=30000, help="0: all")
     ap.add_argument("--latents", type=int, default=8)
     ap.add_argument("--starts", type=int, default=8)
     args = ap.parse_args()
-    Y = _load(args.molecules, 0, "qm9pack").Y
+    Y = _load(args.molecules or None, 0, "qm9pack").Y
     runs = []  # (model seed, latents file) of the records with --latents latents
     for rec_path in sorted(glob.glob(os.path.join(args.run, "records", "*.json"))):
         with open(rec_path) as f:
             record = json.load(f)
         if record["config"]["n_latents"] == args.latents:
             lat = os.path.join(args.run, "latents", record["run_id"] + ".npz")
-            runs.append((record["model_seed"], lat))
-    if len(runs) != 2 or not all(os.path.exists(lat) for _, lat in runs):
+            runs.append((record["model_seed"], lat, record["config"]["seed"]))
+    if len(runs) < 2 or not all(os.path.exists(lat) for _, lat, _ in runs):
         raise SystemExit(
-            f"{args.run}: expected 2 records with n_latents={args.latents} and "
+            f"{args.run}: expected 2 or more records with n_latents={args.latents} and "
             f"their latents files; found {len(runs)} record(s)"
         )
     study_fits, best_fits, feats = [], [], []
-    for seed, lat_path in runs:
+    for seed, lat_path, _ in runs:
         # the pipeline's MTLCM seed: the second draw of its generator
         rng = check_random_state(seed)
         mtlcm_seed = int(rng.integers(0, 2**32 - 1, size=2)[1])
@@ -81,15 +85,33 @@ def main() -> None:
             print(f"  {name:16s} log-lik/sample {ll:.5f}  MCC to study {agree:.4f}")
         study_fits.append(Z_ref)
         best_fits.append(max(fits, key=lambda t: t[0])[1])
-    cc = canonical_correlations(*feats)
-    print("canonical correlations of the features:", np.round(cc, 4))
-    print(f"cross-seed MCC x100, study fits: {100 * mcc(*study_fits):.2f}")
-    print(f"cross-seed MCC x100, best-likelihood fits: {100 * mcc(*best_fits):.2f}")
-    mixed = [(study_fits[0], best_fits[1]), (best_fits[0], study_fits[1])]
-    print(
-        "cross-seed MCC x100, study fit of one seed and best fit of the other: "
-        + ", ".join(f"{100 * mcc(a, b):.2f}" for a, b in mixed)
-    )
+    pairs = list(itertools.combinations(range(len(runs)), 2))
+    rows = {"study fits": [], "best-likelihood fits": [], "study/best": []}
+    for i, j in pairs:
+        cc = canonical_correlations(feats[i], feats[j])
+        study = 100 * mcc(study_fits[i], study_fits[j])
+        best = 100 * mcc(best_fits[i], best_fits[j])
+        mixed = [
+            100 * mcc(study_fits[i], best_fits[j]),
+            100 * mcc(best_fits[i], study_fits[j]),
+        ]
+        rows["study fits"].append(study)
+        rows["best-likelihood fits"].append(best)
+        rows["study/best"].extend(mixed)
+        print(f"seeds {runs[i][2]}, {runs[j][2]}:")
+        print("  canonical correlations of the features:", np.round(cc, 4))
+        print(f"  cross-seed MCC x100, study fits: {study:.2f}")
+        print(f"  cross-seed MCC x100, best-likelihood fits: {best:.2f}")
+        print(
+            "  cross-seed MCC x100, study fit of one seed and best fit of the "
+            "other: " + ", ".join(f"{v:.2f}" for v in mixed)
+        )
+    if len(pairs) > 1:
+        for name, vals in rows.items():
+            print(
+                f"over {len(pairs)} pairs, {name}: "
+                f"{np.mean(vals):.2f} ± {np.std(vals):.2f} (min {np.min(vals):.2f})"
+            )
 
 
 if __name__ == "__main__":

@@ -77,3 +77,45 @@ def test_single_atom_and_empty_groups():
     ref = per_molecule(net, x[:1])
     torch.testing.assert_close(out[:1], ref, atol=ATOL, rtol=0)
     assert torch.all(out[1:] == 0)
+
+
+@pytest.mark.parametrize("n_rbf", [0, 6])
+def test_dense_path_matches_per_molecule_loop(batch, n_rbf):
+    """path="dense" (every molecule padded to max_atoms, the GPU's default) gives
+    the per-molecule loop's outputs and gradients, garbage in the padding slots
+    included."""
+    torch.manual_seed(n_rbf)
+    net = EGNNExtractor(8, hidden=12, out_features=4, n_rbf=n_rbf, path="dense")
+    net = net.double()
+    for layer in net.layers:
+        if layer.coord_mlp is not None:
+            torch.nn.init.normal_(layer.coord_mlp.weight, std=0.5)
+    x = batch.clone()
+    blocks = x.view(len(x), 29, 12)
+    pad = blocks[..., 11] < 0.5
+    blocks[..., :11][pad] = float("nan")  # padding may hold anything
+    dense = net(x)
+    ref = per_molecule(net, x)
+    assert torch.isfinite(dense).all() and ref.abs().max() > 1e-2
+    torch.testing.assert_close(dense, ref, atol=ATOL, rtol=0)
+    params = list(net.parameters())
+    g_dense = torch.autograd.grad(dense.square().sum(), params)
+    g_ref = torch.autograd.grad(ref.square().sum(), params)
+    for a, b in zip(g_dense, g_ref, strict=True):
+        assert torch.isfinite(a).all()
+        torch.testing.assert_close(a, b, atol=ATOL * max(1.0, b.abs().max()), rtol=0)
+
+
+def test_path_auto_is_the_edge_list_on_the_cpu(batch):
+    torch.manual_seed(0)
+    auto = EGNNExtractor(8, hidden=8, out_features=3)
+    edges = EGNNExtractor(8, hidden=8, out_features=3, path="edges")
+    dense = EGNNExtractor(8, hidden=8, out_features=3, path="dense")
+    edges.load_state_dict(auto.state_dict())
+    dense.load_state_dict(auto.state_dict())
+    x = batch.float()
+    with torch.no_grad():
+        assert torch.equal(auto(x), edges(x))  # bit for bit: the same path
+        torch.testing.assert_close(dense(x), edges(x), atol=1e-4, rtol=1e-4)
+    with pytest.raises(ValueError, match="path must be 'auto', 'edges' or 'dense'"):
+        EGNNExtractor(8, path="padded")
