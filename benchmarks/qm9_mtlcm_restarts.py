@@ -1,19 +1,20 @@
 """Is MTLCM's rotation of converged QM9 features the same across seeds?
 
 Reads a ``reproduce qm9`` folder with two or more seeds' records and latents at
-``--latents`` latents (others in the folder are ignored; the stored
-standardised MTRN features), refits MTLCM on each seed's features from the joint-
+``--latents`` latents (others in the folder are ignored; the stored standardised
+MTRN features), refits MTLCM on each seed's features from the joint-
 diagonalisation start (the study's fit, same seed) and from ``--starts`` random
 starts, then ``n_init=10`` restarts of the joint-diagonalisation start, and prints
 every fit's log-likelihood per sample, its Pearson MCC to the study's fit, and the
-cross-seed MCC of (a) the study's fits, (b) the best-likelihood fit of each seed
-among all those, (c) one seed's study fit against the other's best fit, for every
-pair of seeds (mean ± std over pairs, ddof=0, when there are more than two). Also the
-canonical correlations of each pair's features (how much subspace they share).
-``--molecules 0``: all of QM9 (the GPU runs; their features from
+cross-seed MCC of (a) the study's fits, (b) the ``n_init=10`` fits (what
+``reproduce qm9 --mtlcm-n-init 10`` gives), (c) the best-likelihood fit of each
+seed among all those, (d) one seed's study fit against the other's best fit, for
+every pair of seeds (with more than two: also mean ± std over pairs, ddof=0).
+Also the canonical correlations of each pair's features (how much subspace they
+share). ``--molecules 0``: all of QM9 (the GPU runs; their features from
 ``qm9_pack_features.py --unpack``).
-Used for docs/notes.md, "Coordinator, stop 27" (d = 8) and "Coordinator, stop 28"
-(d = 7).
+Used for docs/notes.md, "Coordinator, stop 27" (d = 8), "Coordinator, stop 28"
+(d = 7) and "Coordinator, stop 31" (full QM9, d = 7 and 8, four seeds).
 
 Usage::
 
@@ -63,7 +64,7 @@ def main() -> None:
             f"{args.run}: expected 2 or more records with n_latents={args.latents} and "
             f"their latents files; found {len(runs)} record(s)"
         )
-    study_fits, best_fits, feats = [], [], []
+    study_fits, best_fits, ninit_fits, feats = [], [], [], []
     for seed, lat_path, _ in runs:
         # the pipeline's MTLCM seed: the second draw of its generator
         rng = check_random_state(seed)
@@ -85,22 +86,31 @@ def main() -> None:
             print(f"  {name:16s} log-lik/sample {ll:.5f}  MCC to study {agree:.4f}")
         study_fits.append(Z_ref)
         best_fits.append(max(fits, key=lambda t: t[0])[1])
+        ninit_fits.append(fits[-1][1])
     pairs = list(itertools.combinations(range(len(runs)), 2))
-    rows = {"study fits": [], "best-likelihood fits": [], "study/best": []}
+    rows = {
+        "study fits": [],
+        "n_init=10 fits": [],
+        "best-likelihood fits": [],
+        "study/best": [],
+    }
     for i, j in pairs:
         cc = canonical_correlations(feats[i], feats[j])
         study = 100 * mcc(study_fits[i], study_fits[j])
         best = 100 * mcc(best_fits[i], best_fits[j])
+        ninit = 100 * mcc(ninit_fits[i], ninit_fits[j])
         mixed = [
             100 * mcc(study_fits[i], best_fits[j]),
             100 * mcc(best_fits[i], study_fits[j]),
         ]
         rows["study fits"].append(study)
         rows["best-likelihood fits"].append(best)
+        rows["n_init=10 fits"].append(ninit)
         rows["study/best"].extend(mixed)
         print(f"seeds {runs[i][2]}, {runs[j][2]}:")
         print("  canonical correlations of the features:", np.round(cc, 4))
         print(f"  cross-seed MCC x100, study fits: {study:.2f}")
+        print(f"  cross-seed MCC x100, n_init=10 fits: {ninit:.2f}")
         print(f"  cross-seed MCC x100, best-likelihood fits: {best:.2f}")
         print(
             "  cross-seed MCC x100, study fit of one seed and best fit of the "
