@@ -76,6 +76,22 @@ def test_reproduce_without_seeds_takes_the_studys_own_number(capsys):
     assert len(capsys.readouterr().out.strip().splitlines()) == 5 * 3
 
 
+def test_reproduce_synthetic_takes_n_latents(capsys):
+    """--n-latents reaches the synthetic process's grid (new runs, new ids);
+    without it the grid and its run ids are those of the stored results (2)."""
+    from identrep.experiments import get_study
+
+    base = ["reproduce", "moran2022_synthetic", "--dry-run", "--models", "VAE"]
+    assert main(base) == 0
+    ids2 = capsys.readouterr().out.strip().splitlines()
+    assert main([*base, "--n-latents", "5"]) == 0
+    ids5 = capsys.readouterr().out.strip().splitlines()
+    assert len(ids5) == len(ids2) == 50 and not set(ids2) & set(ids5)
+    configs = get_study("moran2022_synthetic").grid(seeds=1, models=("VAE",))
+    assert {c.n_latents for c in configs} == {2}
+    assert {c.run_id for c in configs} <= set(ids2)
+
+
 def test_where_with_unknown_field_fails_clearly():
     with pytest.raises(SystemExit, match="unknown field"):
         main(["reproduce", "table1", "--dry-run", "--where", "colour=blue"])

@@ -416,7 +416,8 @@ LATENTS_OPTION = Option(
     default=None,
     type=int,
     metavar="K",
-    help="latent dimension (default: the paper's Table 6 value)",
+    help="latent dimension (default: the paper's value, Table 6's for the tables, "
+    "2 for the synthetic process)",
 )
 
 

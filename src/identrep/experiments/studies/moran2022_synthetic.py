@@ -45,6 +45,7 @@ import numpy as np
 from identrep.experiments.configs import StudyConfig
 from identrep.experiments.registry import PlotSpec, ReportSpec, Study, register_study
 from identrep.experiments.studies._lachapelle2023 import check_fields, seed_list
+from identrep.experiments.studies._moran2022 import LATENTS_OPTION
 from identrep.utils.seeding import derive_seed
 
 __all__ = ["MORAN_MODELS", "RHO_PCTS", "VARIANTS", "SparseFactorConfig", "grid"]
@@ -151,10 +152,13 @@ def grid(
     quick: bool = False,
     models=(*MORAN_MODELS, *VARIANTS),
     rhos=None,
-    n_latents: int = 2,
+    n_latents: int | None = 2,
 ) -> list[SparseFactorConfig]:
     """One run per (model, rho, seed); ``quick``: rho in {0, 0.6}, one seed and
-    :data:`QUICK_EPOCHS` epochs."""
+    :data:`QUICK_EPOCHS` epochs. ``n_latents`` None: 2, the true factor count
+    (``--n-latents``; the authors' script's ``n_components`` flag defaults to 5)."""
+    if n_latents is None:
+        n_latents = 2
     if rhos is None:
         rhos = QUICK_RHO_PCTS if quick else RHO_PCTS
     seeds_ = seed_list(seeds)[:1] if quick else seed_list(seeds)
@@ -347,6 +351,7 @@ STUDY = register_study(
         fits={m: fit_and_score for m in (*MORAN_MODELS, *VARIANTS)},
         published="moran2022_synthetic_dci.csv",
         progress=(("dci_d", "DCI-D"),),
+        options=(LATENTS_OPTION,),
         report=ReportSpec(
             columns=(
                 "table",
