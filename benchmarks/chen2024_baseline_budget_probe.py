@@ -8,8 +8,11 @@ the CPU seconds of every fit (``best_epoch`` is 0-based, as in the records: 99 i
 the 100th epoch). At the study's cap (Table 1: 100 epochs, Table 2's
 baselines: 30) it reproduces the stored records. A configuration is ``K,D``
 (causal latents, latents) for Table 1 and ``K,P`` (causal latents, observed
-dimension) for Table 2. Used for docs/notes.md, "Coordinator, stop 29" (Table 1,
-iVAE at k = 4, d = 5) and "Coordinator, stop 30" (Table 2, iVAE at k = 4, p = 50).
+dimension) for Table 2. ``--patience none`` refits without early stopping (the
+refits' lines then end with ``patience=none``). Used for docs/notes.md,
+"Coordinator, stop 29" (Table 1, iVAE at k = 4, d = 5), "Coordinator, stop 30"
+(Table 2, iVAE at k = 4, p = 50) and "Coordinator, stop 31" (Table 2, cap 300 and
+no early stopping).
 
 Usage::
 
@@ -28,6 +31,7 @@ import dataclasses
 import time
 
 from identrep.experiments import get_study
+from identrep.experiments.studies import _chen2024 as chen
 
 #: The second number of a configuration, per study.
 SECOND = {"table1": ("n_latents", "d"), "table2": ("n_observed", "p")}
@@ -43,7 +47,22 @@ def main() -> None:
     ap.add_argument(
         "--where", default=None, metavar="seed=S", help="only this seed (seed=S)"
     )
+    ap.add_argument(
+        "--patience",
+        default=None,
+        metavar="N|none",
+        help="early-stopping patience of the refits (default: the study's; 'none': "
+        "train every epoch of the cap, keeping the best validation epoch)",
+    )
     args = ap.parse_args()
+    if args.patience is not None:
+        patience = None if args.patience == "none" else int(args.patience)
+        build = chen.baseline_estimator
+
+        def with_patience(*a, **kw):
+            return build(*a, **kw).set_params(patience=patience)
+
+        chen.baseline_estimator = with_patience  # looked up by baseline_fit's fit
     field, letter = SECOND[args.study]
     want = [tuple(int(v) for v in c.split(",")) for c in args.configs]
     only = None if args.where is None else int(args.where.split("=", 1)[1])
@@ -63,7 +82,8 @@ def main() -> None:
                 f"seed={config.seed} cap={cap} "
                 f"mcc_task={m['mcc_task_spearman']:.4f} "
                 f"pooled={m['mcc_pooled']:.4f} best_epoch={m['best_epoch']} "
-                f"epochs={m['epochs']} cpu_s={time.process_time() - t0:.1f}",
+                f"epochs={m['epochs']} cpu_s={time.process_time() - t0:.1f}"
+                + ("" if args.patience is None else f" patience={args.patience}"),
                 flush=True,
             )
 
