@@ -36,23 +36,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from identrep.models.nn.egnn import EGNNExtractor, per_molecule, radial_basis
+from identrep.models.nn.egnn import EGNNExtractor, per_molecule
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _padded(net: EGNNExtractor, feats, pos, mask) -> torch.Tensor:
-    m = mask.to(feats.dtype)[..., None]
-    pos = pos * m
-    h = net.embed(feats * m) * m
-    edge_attr = None
-    if net.n_rbf:
-        d = torch.sqrt((pos[:, :, None] - pos[:, None]).square().sum(-1) + 1e-12)
-        edge_attr = radial_basis(d, net.n_rbf, net.rbf_cutoff)
-    x = pos
-    for layer in net.layers:
-        h, x = layer(h, x, mask, edge_attr)
-    return (net.readout(h) * m).sum(1)
 
 
 def buckets(net: EGNNExtractor, x_flat: torch.Tensor, size: int = 64) -> torch.Tensor:
@@ -63,7 +49,8 @@ def buckets(net: EGNNExtractor, x_flat: torch.Tensor, size: int = 64) -> torch.T
     for idx in order.split(size):
         mk = mask[idx]
         cols = torch.nonzero(mk.any(0)).squeeze(1)
-        outs.append(_padded(net, feats[idx][:, cols], pos[idx][:, cols], mk[:, cols]))
+        f, p = feats[idx][:, cols], pos[idx][:, cols]
+        outs.append(net._embed_dense(f, p, mk[:, cols]))  # padded, masked layers
     out = torch.cat(outs)
     inverse = torch.empty_like(order)
     inverse[order] = torch.arange(len(order), device=order.device)

@@ -18,18 +18,18 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import glob
 import itertools
-import json
 import os
+import sys
 import time
 
 import numpy as np
 
-from identrep.experiments.studies.chen2024_qm9 import _load
-from identrep.metrics import mcc
-from identrep.models.multitask.mtlcm import MTLCM
-from identrep.utils.seeding import check_random_state
+sys.path.insert(0, os.path.dirname(__file__))
+from identrep.experiments.studies.chen2024_qm9 import _load  # noqa: E402
+from identrep.metrics import mcc  # noqa: E402
+from identrep.models.multitask.mtlcm import MTLCM  # noqa: E402
+from qm9_mtlcm_restarts import seed_runs  # noqa: E402
 
 
 def main() -> None:
@@ -40,36 +40,22 @@ def main() -> None:
     ap.add_argument("--configs", nargs="+", default=["jd:10", "random:10"])
     args = ap.parse_args()
     Y = _load(args.molecules or None, 0, "qm9pack").Y
-    runs = []
-    for rec_path in sorted(glob.glob(os.path.join(args.run, "records", "*.json"))):
-        with open(rec_path) as f:
-            record = json.load(f)
-        if record["config"]["n_latents"] == args.latents:
-            lat = os.path.join(args.run, "latents", record["run_id"] + ".npz")
-            runs.append((record["config"]["seed"], record["model_seed"], lat))
-    if len(runs) < 2:
-        raise SystemExit(f"{args.run}: fewer than 2 records at d={args.latents}")
-    feats = [np.load(lat)["features"].astype(np.float64) for _, _, lat in runs]
+    runs = seed_runs(args.run, args.latents)
     for entry in args.configs:
         init, n = entry.split(":")
-        init = {"jd": "jd"}.get(init, init)
         Z = []
-        for (seed, model_seed, _), F in zip(runs, feats, strict=True):
-            # the pipeline's MTLCM seed: the second draw of its generator
-            mtlcm_seed = int(
-                check_random_state(model_seed).integers(0, 2**32 - 1, 2)[1]
-            )
-            kw = {"n_latents": args.latents, "sigma_obs": 1e-4, "n_init": int(n)}
-            if init != "jd":
-                kw["init"] = init
+        for r in runs:
+            F = r.features
+            kw = {"n_latents": args.latents, "sigma_obs": 1e-4}
+            kw.update(init=init, n_init=int(n))
             t = time.process_time()
-            m = MTLCM(random_state=mtlcm_seed, **kw).fit(F, Y)
+            m = MTLCM(random_state=r.mtlcm_seed, **kw).fit(F, Y)
             cpu = time.process_time() - t
             Z.append(m.transform(F))
             lls = np.asarray(m.restart_log_likelihoods_)
             at_best = int((lls >= lls.max() - 1e-4).sum())
             print(
-                f"{entry:10s} seed {seed}: log-lik/sample {m.log_likelihood_:.5f}, "
+                f"{entry:10s} seed {r.seed}: log-lik/sample {m.log_likelihood_:.5f}, "
                 f"{at_best} of {len(lls)} starts within 1e-4 of it "
                 f"({cpu:.0f} CPU-s)",
                 flush=True,

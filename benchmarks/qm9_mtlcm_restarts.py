@@ -25,17 +25,52 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import glob
 import itertools
-import json
 import os
+from typing import NamedTuple
 
 import numpy as np
 
+from identrep.experiments import load_records
+from identrep.experiments.io import latents_path
 from identrep.experiments.studies.chen2024_qm9 import _load
 from identrep.metrics import mcc
 from identrep.models.multitask.mtlcm import MTLCM
 from identrep.utils.seeding import check_random_state
+
+
+class SeedRun(NamedTuple):
+    """One seed's run: its run id and seed, the pipeline's MTLCM seed and the
+    standardised MTRN features it stored."""
+
+    run_id: str
+    seed: int
+    mtlcm_seed: int
+    features: np.ndarray
+
+
+def seed_runs(run: str, latents: int) -> list[SeedRun]:
+    """The runs of a ``reproduce qm9`` folder with ``n_latents == latents`` (two
+    or more, each with its latents file), in record order."""
+    runs = []
+    for record in load_records(run):
+        if record["config"]["n_latents"] != latents:
+            continue
+        path = latents_path(os.path.join(run, "latents"), record["run_id"])
+        if not path.exists():
+            raise SystemExit(f"{run}: no latents file {path} for {record['run_id']}")
+        # the pipeline's MTLCM seed: the second draw of its generator
+        rng = check_random_state(record["model_seed"])
+        mtlcm_seed = int(rng.integers(0, 2**32 - 1, size=2)[1])
+        features = np.load(path)["features"].astype(np.float64)
+        seed = record["config"]["seed"]
+        runs.append(SeedRun(record["run_id"], seed, mtlcm_seed, features))
+    if len(runs) < 2:
+        raise SystemExit(
+            f"{run}: expected 2 or more records with n_latents={latents}; "
+            f"found {len(runs)}"
+        )
+    return runs
 
 
 def canonical_correlations(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -52,25 +87,10 @@ def main() -> None:
     ap.add_argument("--starts", type=int, default=8)
     args = ap.parse_args()
     Y = _load(args.molecules or None, 0, "qm9pack").Y
-    runs = []  # (model seed, latents file) of the records with --latents latents
-    for rec_path in sorted(glob.glob(os.path.join(args.run, "records", "*.json"))):
-        with open(rec_path) as f:
-            record = json.load(f)
-        if record["config"]["n_latents"] == args.latents:
-            lat = os.path.join(args.run, "latents", record["run_id"] + ".npz")
-            runs.append((record["model_seed"], lat, record["config"]["seed"]))
-    if len(runs) < 2 or not all(os.path.exists(lat) for _, lat, _ in runs):
-        raise SystemExit(
-            f"{args.run}: expected 2 or more records with n_latents={args.latents} and "
-            f"their latents files; found {len(runs)} record(s)"
-        )
-    study_fits, best_fits, ninit_fits, feats = [], [], [], []
-    for seed, lat_path, _ in runs:
-        # the pipeline's MTLCM seed: the second draw of its generator
-        rng = check_random_state(seed)
-        mtlcm_seed = int(rng.integers(0, 2**32 - 1, size=2)[1])
-        F = np.load(lat_path)["features"].astype(np.float64)
-        feats.append(F)
+    runs = seed_runs(args.run, args.latents)
+    study_fits, best_fits, ninit_fits = [], [], []
+    for r in runs:
+        F, mtlcm_seed = r.features, r.mtlcm_seed
         kw = {"n_latents": args.latents, "sigma_obs": 1e-4}
         ref = MTLCM(random_state=mtlcm_seed, **kw).fit(F, Y)
         Z_ref = ref.transform(F)
@@ -80,7 +100,7 @@ def main() -> None:
             fits.append((m.log_likelihood_, m.transform(F), f"random start {k}"))
         m = MTLCM(n_init=10, random_state=mtlcm_seed, **kw).fit(F, Y)
         fits.append((m.log_likelihood_, m.transform(F), "jd, n_init=10"))
-        print(os.path.basename(lat_path))
+        print(f"{r.run_id}.npz")
         for ll, Z, name in fits:
             agree = mcc(Z, Z_ref)
             print(f"  {name:16s} log-lik/sample {ll:.5f}  MCC to study {agree:.4f}")
@@ -95,7 +115,7 @@ def main() -> None:
         "study/best": [],
     }
     for i, j in pairs:
-        cc = canonical_correlations(feats[i], feats[j])
+        cc = canonical_correlations(runs[i].features, runs[j].features)
         study = 100 * mcc(study_fits[i], study_fits[j])
         best = 100 * mcc(best_fits[i], best_fits[j])
         ninit = 100 * mcc(ninit_fits[i], ninit_fits[j])
@@ -107,7 +127,7 @@ def main() -> None:
         rows["best-likelihood fits"].append(best)
         rows["n_init=10 fits"].append(ninit)
         rows["study/best"].extend(mixed)
-        print(f"seeds {runs[i][2]}, {runs[j][2]}:")
+        print(f"seeds {runs[i].seed}, {runs[j].seed}:")
         print("  canonical correlations of the features:", np.round(cc, 4))
         print(f"  cross-seed MCC x100, study fits: {study:.2f}")
         print(f"  cross-seed MCC x100, n_init=10 fits: {ninit:.2f}")

@@ -17,20 +17,20 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 from collections import defaultdict
 
 import numpy as np
 
+from identrep.experiments import load_records
+from identrep.experiments.io import latents_path
+
 
 def pack(run: str, out: str, per_file: int) -> None:
     by_dim = defaultdict(list)
-    for rec_path in sorted(glob.glob(os.path.join(run, "records", "*.json"))):
-        with open(rec_path) as f:
-            record = json.load(f)
-        lat = os.path.join(run, "latents", record["run_id"] + ".npz")
-        if os.path.exists(lat):
+    for record in load_records(run):
+        lat = latents_path(os.path.join(run, "latents"), record["run_id"])
+        if lat.exists():
             by_dim[record["config"]["n_latents"]].append((record["run_id"], lat))
     for d, runs in sorted(by_dim.items()):
         for k in range(0, len(runs), per_file):
@@ -43,12 +43,13 @@ def pack(run: str, out: str, per_file: int) -> None:
 
 
 def unpack(out: str, run: str) -> None:
-    os.makedirs(os.path.join(run, "latents"), exist_ok=True)
+    folder = os.path.join(run, "latents")
+    os.makedirs(folder, exist_ok=True)
     for path in sorted(glob.glob(os.path.join(out, "features_d*.npz"))):
         with np.load(path) as z:
             for rid in z.files:
-                np.savez(os.path.join(run, "latents", rid + ".npz"), features=z[rid])
-                print(f"{run}/latents/{rid}.npz")
+                np.savez(latents_path(folder, rid), features=z[rid])
+                print(latents_path(folder, rid))
 
 
 def main() -> None:
