@@ -9,10 +9,13 @@ the 100th epoch). At the study's cap (Table 1: 100 epochs, Table 2's
 baselines: 30) it reproduces the stored records. A configuration is ``K,D``
 (causal latents, latents) for Table 1 and ``K,P`` (causal latents, observed
 dimension) for Table 2. ``--patience none`` refits without early stopping (the
-refits' lines then end with ``patience=none``). Used for docs/notes.md,
-"Coordinator, stop 29" (Table 1, iVAE at k = 4, d = 5), "Coordinator, stop 30"
-(Table 2, iVAE at k = 4, p = 50) and "Coordinator, stop 31" (Table 2, cap 300 and
-no early stopping).
+refits' lines then end with ``patience=none``); ``--set PARAM=VALUE ...``
+sets further estimator parameters on the refits (e.g. the multi-task rows'
+``whiten=zca decoder_var=learned lr=0.01`` on the single-task iVAE). Used
+for docs/notes.md, "Coordinator, stop 29" (Table 1, iVAE at k = 4, d = 5),
+"Coordinator, stop 30" (Table 2, iVAE at k = 4, p = 50), "Coordinator, stop
+31" (Table 2, cap 300 and no early stopping) and "Coordinator, stop 32" (Table
+1, iVAE with the multi-task rows' settings).
 
 Usage::
 
@@ -37,6 +40,20 @@ from identrep.experiments.studies import _chen2024 as chen
 SECOND = {"table1": ("n_latents", "d"), "table2": ("n_observed", "p")}
 
 
+def _param(item: str) -> tuple[str, object]:
+    """``PARAM=VALUE`` of ``--set``: ``true`` / ``false`` as booleans, the value
+    as a float where it parses as one, else the string."""
+    if "=" not in item:
+        raise ValueError(f"--set takes PARAM=VALUE items; got {item!r}.")
+    key, value = item.split("=", 1)
+    if value.lower() in ("true", "false"):
+        return key, value.lower() == "true"
+    try:
+        return key, float(value)
+    except ValueError:
+        return key, value
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--study", choices=sorted(SECOND), default="table1")
@@ -54,15 +71,34 @@ def main() -> None:
         help="early-stopping patience of the refits (default: the study's; 'none': "
         "train every epoch of the cap, keeping the best validation epoch)",
     )
+    ap.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="PARAM=VALUE",
+        help="estimator parameters of the refits on top of the study's, e.g. "
+        "whiten=zca decoder_var=learned lr=0.01 (true/false as booleans, numbers "
+        "as floats; a name that is not a hyperparameter of the estimator, such "
+        "as whiten on IVAE, is set as an attribute, which BaseVAE._whitening reads)",
+    )
     args = ap.parse_args()
+    overrides = dict(_param(item) for item in args.set)
     if args.patience is not None:
-        patience = None if args.patience == "none" else int(args.patience)
+        overrides["patience"] = None if args.patience == "none" else int(args.patience)
+    if overrides:
         build = chen.baseline_estimator
 
-        def with_patience(*a, **kw):
-            return build(*a, **kw).set_params(patience=patience)
+        def with_overrides(*a, **kw):
+            est = build(*a, **kw)
+            known = est.get_params()
+            est.set_params(**{k: v for k, v in overrides.items() if k in known})
+            for k, v in overrides.items():  # e.g. whiten on the single-task IVAE,
+                if k not in known:  # read by BaseVAE._whitening where present
+                    setattr(est, k, v)
+            return est
 
-        chen.baseline_estimator = with_patience  # looked up by baseline_fit's fit
+        chen.baseline_estimator = with_overrides  # looked up by baseline_fit's fit
+    tag = "".join(f" {k}={v}" for k, v in overrides.items() if k != "patience")
     field, letter = SECOND[args.study]
     want = [tuple(int(v) for v in c.split(",")) for c in args.configs]
     only = None if args.where is None else int(args.where.split("=", 1)[1])
@@ -83,7 +119,8 @@ def main() -> None:
                 f"mcc_task={m['mcc_task_spearman']:.4f} "
                 f"pooled={m['mcc_pooled']:.4f} best_epoch={m['best_epoch']} "
                 f"epochs={m['epochs']} cpu_s={time.process_time() - t0:.1f}"
-                + ("" if args.patience is None else f" patience={args.patience}"),
+                + ("" if args.patience is None else f" patience={args.patience}")
+                + tag,
                 flush=True,
             )
 

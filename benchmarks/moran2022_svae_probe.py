@@ -1,0 +1,126 @@
+"""Which of the Sparse VAE row's settings set its held-out NLL on a text table of
+Moran et al. (2022)?
+
+Refits stored runs of Tables 1a, 1b, 2 or 4 (``identrep reproduce
+moran2022_table1b`` etc.: the same splits, data and model seeds, the study's
+budget and scoring; ``--splits``, and ``--shifts`` for Table 2) once per
+``--variant``, each a space-separated list of ``PARAM=VALUE``
+estimator parameters set on top of the study's (``true`` / ``false`` as
+booleans, ``none`` as None, numbers as floats); the empty variant ``""`` is the
+stored row itself and reproduces its record. Prints, per split and variant,
+the table's column(s) (NLL; Table 1a also the same-rows Recall@5 and NDCG@10;
+Table 4 the accuracy), the CPU seconds and, for the Sparse VAE, the fraction of
+masks with inclusion probability above 1/2 and the number of latents with any.
+Used for docs/notes.md, "Coordinator, stop 32" (Table 1b: SVAE_KL1overK against
+VAE_KL1overK, the row's settings that differ from the authors' code).
+
+Usage (data home with ml_abstracts)::
+
+    IDENTREP_DATA=/work/shared/data OMP_NUM_THREADS=1 PYTHONPATH=src \\
+        python benchmarks/moran2022_svae_probe.py table1b --splits 0 \\
+        --model SVAE_KL1overK --variant "" "fix_scale=false" "lr_schedule=none"
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import time
+
+import numpy as np
+
+from identrep.experiments import get_study
+from identrep.experiments.studies import _moran2022 as mo
+
+
+def _value(text: str):
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def parse_variant(text: str) -> dict:
+    """``"a=1 b=none"`` -> ``{"a": 1.0, "b": None}``."""
+    out = {}
+    for item in text.split():
+        if "=" not in item:
+            raise ValueError(f"--variant takes PARAM=VALUE items; got {item!r}.")
+        key, value = item.split("=", 1)
+        out[key] = _value(value)
+    return out
+
+
+#: The column(s) each table reports, in the order printed.
+METRICS = {
+    "table1a": ("nll", "recall_at_5_same_rows", "ndcg_at_10_same_rows"),
+    "table1b": ("nll",),
+    "table2": ("nll",),
+    "table4": ("accuracy",),
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("table", choices=sorted(METRICS))
+    ap.add_argument("--splits", type=int, nargs="+", default=[0])
+    ap.add_argument(
+        "--shifts", nargs="+", default=["high"], help="Table 2's shifts (or 'all')"
+    )
+    ap.add_argument("--model", default="SVAE_KL1overK")
+    ap.add_argument("--variant", nargs="+", default=[""])
+    args = ap.parse_args()
+    study = get_study(f"moran2022_{args.table}")
+    configs = [
+        c
+        for c in study.grid(seeds=max(args.splits) + 1, models=(args.model,))
+        if c.seed in args.splits
+    ]
+    if args.table == "table2":
+        from identrep.experiments.studies import moran2022_table2 as t2
+
+        names = list(t2.SHIFTS) if args.shifts == ["all"] else args.shifts
+        configs = [c for c in configs if c.sigma_pct in {t2.SHIFTS[n] for n in names}]
+    build = mo.make_estimator
+    built = []
+
+    def keep(*a, _o, **kw):
+        est = build(*a, **kw).set_params(**_o)
+        built.append(est)
+        return est
+
+    fit = study.fits[args.model]
+    for config in configs:
+        split, _ = study.make_data(config)
+        for text in args.variant:
+            overrides = parse_variant(text)
+            mo.make_estimator = functools.partial(keep, _o=overrides)
+            t0 = time.process_time()
+            try:
+                out = fit(config, split, config.model_seed())
+            finally:
+                mo.make_estimator = build
+            cells = " ".join(
+                f"{m}={out[m]:.4f}" for m in METRICS[args.table] if m in out
+            )
+            est = built[-1]
+            if hasattr(est, "inclusion_"):
+                p = np.asarray(est.inclusion_)
+                cells += (
+                    f" p>0.5={np.mean(p > 0.5):.3f}"
+                    f" latents_used={int(np.sum((p > 0.5).any(axis=0)))}"
+                )
+            print(
+                f"{args.table} {config.describe()} {args.model} "
+                f"variant=[{text}] {cells} cpu_s={time.process_time() - t0:.1f}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
