@@ -85,13 +85,13 @@ def main() -> None:
         # the probe prints 4 decimals: closer than that is a tie, not a win
         wins = int(np.sum(sign * diff < -TIE * s))
         ties = int(np.sum(np.abs(diff) <= TIE * s))
-        sd = diff.std(ddof=1) if len(diff) > 1 else float("nan")
+        sd = f"{diff.std(ddof=1):.2f}" if len(diff) > 1 else "-"
         shift = f" sigma_pct={sigma}" if sigma else ""
         print(
             f"{model} [{variant}]{shift} vs {args.against}: splits "
             f"{sorted(r[0] for r in rows)} refit {new.mean():.2f} ± {new.std():.2f}"
             f" stored {old.mean():.2f} ± {old.std():.2f} diff {diff.mean():+.2f} ± "
-            f"{sd:.2f} refit better in {wins}/{len(rows)}"
+            f"{sd} refit better in {wins}/{len(rows)}"
             + (f" ({ties} equal to the printed digits)" if ties else "")
         )
 

@@ -1,5 +1,4 @@
-"""Which of the Sparse VAE row's settings set its held-out NLL on a text table of
-Moran et al. (2022)?
+"""Which settings of a row set its score on a real-data table of Moran et al. (2022)?
 
 Refits stored runs of Tables 1a, 1b, 2 or 4 (``identrep reproduce
 moran2022_table1b`` etc.: the same splits, data and model seeds, the study's
@@ -11,8 +10,9 @@ stored row itself and reproduces its record. Prints, per split and variant,
 the table's column(s) (NLL; Table 1a also the same-rows Recall@5 and NDCG@10;
 Table 4 the accuracy), the CPU seconds and, for the Sparse VAE, the fraction of
 masks with inclusion probability above 1/2 and the number of latents with any.
-Used for docs/notes.md, "Coordinator, stop 32" (Table 1b: SVAE_KL1overK against
-VAE_KL1overK, the row's settings that differ from the authors' code).
+Used for docs/notes.md, "Coordinator, stop 32" (the Sparse VAE row's settings
+that differ from the authors' code on Table 1b, and every table's Sparse VAE and
+VAE rows at matched optimisers; output in docs/results/moran2022_optimiser_probe/).
 
 Usage (data home with ml_abstracts)::
 
