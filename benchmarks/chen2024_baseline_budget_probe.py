@@ -33,25 +33,12 @@ import argparse
 import dataclasses
 import time
 
+from _probe_params import parse_params
 from identrep.experiments import get_study
 from identrep.experiments.studies import _chen2024 as chen
 
 #: The second number of a configuration, per study.
 SECOND = {"table1": ("n_latents", "d"), "table2": ("n_observed", "p")}
-
-
-def _param(item: str) -> tuple[str, object]:
-    """``PARAM=VALUE`` of ``--set``: ``true`` / ``false`` as booleans, the value
-    as a float where it parses as one, else the string."""
-    if "=" not in item:
-        raise ValueError(f"--set takes PARAM=VALUE items; got {item!r}.")
-    key, value = item.split("=", 1)
-    if value.lower() in ("true", "false"):
-        return key, value.lower() == "true"
-    try:
-        return key, float(value)
-    except ValueError:
-        return key, value
 
 
 def main() -> None:
@@ -77,12 +64,13 @@ def main() -> None:
         default=[],
         metavar="PARAM=VALUE",
         help="estimator parameters of the refits on top of the study's, e.g. "
-        "whiten=zca decoder_var=learned lr=0.01 (true/false as booleans, numbers "
-        "as floats; a name that is not a hyperparameter of the estimator, such "
-        "as whiten on IVAE, is set as an attribute, which BaseVAE._whitening reads)",
+        "whiten=zca decoder_var=learned lr=0.01 (true/false as booleans, none as "
+        "None, numbers as floats; a name that is not a hyperparameter of the "
+        "estimator, such as whiten on IVAE, is set as an attribute, which "
+        "BaseVAE._whitening reads)",
     )
     args = ap.parse_args()
-    overrides = dict(_param(item) for item in args.set)
+    overrides = parse_params(args.set, "--set")
     if args.patience is not None:
         overrides["patience"] = None if args.patience == "none" else int(args.patience)
     if overrides:

@@ -20,20 +20,19 @@ import argparse
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from scipy.stats import spearmanr
 
 from identrep.experiments import get_study
 from identrep.experiments.studies import _chen2024 as chen
 from identrep.experiments.studies.chen2024_table1 import BASELINE_SETTINGS
+from identrep.metrics import correlation_matrix
 
 
 def latent_types(Z, Z_hat, task_ids, causal):
     """(per-task MCC, mean |rho| of causal latents, of spurious ones)."""
-    d = Z.shape[1]
     per_task, hits = [], {True: [], False: []}
     for t in np.unique(task_ids):
         rows = task_ids == t
-        C = np.abs(spearmanr(Z[rows], Z_hat[rows]).statistic[:d, d:])
+        C = correlation_matrix(Z[rows], Z_hat[rows], "spearman")
         r, c = linear_sum_assignment(-C)
         per_task.append(C[r, c].mean())
         for j, v in zip(r, C[r, c], strict=True):

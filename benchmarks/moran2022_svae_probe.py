@@ -29,32 +29,9 @@ import time
 
 import numpy as np
 
+from _probe_params import parse_params
 from identrep.experiments import get_study
 from identrep.experiments.studies import _moran2022 as mo
-
-
-def _value(text: str):
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low == "none":
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
-def parse_variant(text: str) -> dict:
-    """``"a=1 b=none"`` -> ``{"a": 1.0, "b": None}``."""
-    out = {}
-    for item in text.split():
-        if "=" not in item:
-            raise ValueError(f"--variant takes PARAM=VALUE items; got {item!r}.")
-        key, value = item.split("=", 1)
-        out[key] = _value(value)
-    return out
-
 
 #: The column(s) each table reports, in the order printed.
 METRICS = {
@@ -87,18 +64,17 @@ def main() -> None:
         names = list(t2.SHIFTS) if args.shifts == ["all"] else args.shifts
         configs = [c for c in configs if c.sigma_pct in {t2.SHIFTS[n] for n in names}]
     build = mo.make_estimator
-    built = []
+    built = [None]  # the estimator of the latest fit, for its masks
 
     def keep(*a, _o, **kw):
-        est = build(*a, **kw).set_params(**_o)
-        built.append(est)
-        return est
+        built[0] = build(*a, **kw).set_params(**_o)
+        return built[0]
 
     fit = study.fits[args.model]
     for config in configs:
         split, _ = study.make_data(config)
         for text in args.variant:
-            overrides = parse_variant(text)
+            overrides = parse_params(text.split(), "--variant")
             mo.make_estimator = functools.partial(keep, _o=overrides)
             t0 = time.process_time()
             try:
@@ -108,7 +84,7 @@ def main() -> None:
             cells = " ".join(
                 f"{m}={out[m]:.4f}" for m in METRICS[args.table] if m in out
             )
-            est = built[-1]
+            est = built[0]
             if hasattr(est, "inclusion_"):
                 p = np.asarray(est.inclusion_)
                 cells += (
