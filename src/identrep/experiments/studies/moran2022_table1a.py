@@ -43,12 +43,13 @@ def grid(
     seeds=5,
     quick=False,
     models=mo.PAPER_MODELS,
-    n_latents=None,
-    max_epochs=None,
     source="100k",
+    **options,
 ):
-    """Five random 80/20 splits of the users (``quick``: TABLE1A_QUICK). The
-    data must be installed: checked here, before any run."""
+    """Five random 80/20 splits of the users (``quick``: TABLE1A_QUICK). The data must
+    be installed: checked here, before any run. ``options``: ``n_latents``,
+    ``max_epochs`` and ``lr_schedule``
+    (:func:`~identrep.experiments.studies._moran2022.table_settings`)."""
     if source not in VARIANTS:
         raise ValueError(f"--movielens must be one of {VARIANTS}; got {source!r}.")
     settings, splits = mo.table_settings(
@@ -56,9 +57,8 @@ def grid(
         TABLE1A_QUICK,
         seeds=seeds,
         quick=quick,
-        n_latents=n_latents,
         default_latents=30,
-        max_epochs=max_epochs,
+        **options,
     )
     load_ratings(source)  # a missing data set fails here, with how to install it
     base = mo.MoranConfig(table=NAME, source=source, **settings)
@@ -129,6 +129,7 @@ STUDY = register_study(
         options=(
             mo.LATENTS_OPTION,
             mo.EPOCHS_OPTION,
+            mo.SCHEDULE_OPTION,
             Option(
                 flag="--movielens",
                 param="source",

@@ -29,16 +29,22 @@ TABLE1B_FULL = {
 TABLE1B_QUICK = {"max_epochs": 3, "n_rows": 1200, "hidden": 50}
 
 
-def grid(seeds=5, quick=False, models=mo.TEXT_MODELS, n_latents=None, max_epochs=None):
-    """Five random 80/20 splits of the abstracts (``quick``: TABLE1B_QUICK)."""
+def grid(
+    seeds=5,
+    quick=False,
+    models=mo.TEXT_MODELS,
+    **options,
+):
+    """Five random 80/20 splits of the abstracts (``quick``: TABLE1B_QUICK).
+    ``options``: ``n_latents``, ``max_epochs`` and ``lr_schedule``
+    (:func:`~identrep.experiments.studies._moran2022.table_settings`)."""
     settings, splits = mo.table_settings(
         TABLE1B_FULL,
         TABLE1B_QUICK,
         seeds=seeds,
         quick=quick,
-        n_latents=n_latents,
         default_latents=20,
-        max_epochs=max_epochs,
+        **options,
     )
     load_abstracts()  # absent data fail here, saying where to put them
     base = mo.MoranConfig(table=NAME, **settings)
@@ -119,7 +125,7 @@ STUDY = register_study(
             m: fit_counts for m in (*mo.TEXT_MODELS, *mo.variants_of(mo.TEXT_MODELS))
         },
         published="moran2022_table1b_peerread.csv",
-        options=(mo.LATENTS_OPTION, mo.EPOCHS_OPTION),
+        options=(mo.LATENTS_OPTION, mo.EPOCHS_OPTION, mo.SCHEDULE_OPTION),
         progress=(("nll", "NLL"),),
         comparable=("n_rows", "max_epochs"),
         report=ReportSpec(

@@ -40,17 +40,23 @@ TABLE2_QUICK = {"max_epochs": 3, "n_rows": 800}
 N_TOPICS = 20
 
 
-def grid(seeds=5, quick=False, models=mo.TEXT_MODELS, n_latents=None, max_epochs=None):
-    """Three shifts x five semi-synthetic data sets (noise draw and 80/20 split
-    of the documents per seed; ``quick``: TABLE2_QUICK)."""
+def grid(
+    seeds=5,
+    quick=False,
+    models=mo.TEXT_MODELS,
+    **options,
+):
+    """Three shifts x five semi-synthetic data sets (noise draw and 80/20 split of the
+    documents per seed; ``quick``: TABLE2_QUICK). ``options``: ``n_latents``,
+    ``max_epochs`` and ``lr_schedule``
+    (:func:`~identrep.experiments.studies._moran2022.table_settings`)."""
     settings, splits = mo.table_settings(
         TABLE2_FULL,
         TABLE2_QUICK,
         seeds=seeds,
         quick=quick,
-        n_latents=n_latents,
         default_latents=20,
-        max_epochs=max_epochs,
+        **options,
     )
     load_abstracts()  # absent data fail here, saying where to put them
     base = mo.MoranConfig(table=NAME, **settings)
@@ -124,7 +130,7 @@ STUDY = register_study(
         make_data=make_data,
         fits={m: fit for m in (*mo.TEXT_MODELS, *mo.variants_of(mo.TEXT_MODELS))},
         published="moran2022_table2_semisynthetic.csv",
-        options=(mo.LATENTS_OPTION, mo.EPOCHS_OPTION),
+        options=(mo.LATENTS_OPTION, mo.EPOCHS_OPTION, mo.SCHEDULE_OPTION),
         progress=(("nll", "NLL"),),
         comparable=("n_rows", "max_epochs"),
         report=ReportSpec(

@@ -33,17 +33,21 @@ TABLE4_QUICK = {"max_epochs": 3, "n_rows": 1500, "batch_size": 128}
 
 
 def grid(
-    seeds=5, quick=False, models=mo.TABLE4_MODELS, n_latents=None, max_epochs=None
+    seeds=5,
+    quick=False,
+    models=mo.TABLE4_MODELS,
+    **options,
 ):
-    """Five random 80/20 splits of the cells (``quick``: see TABLE4_QUICK)."""
+    """Five random 80/20 splits of the cells (``quick``: see TABLE4_QUICK). ``options``:
+    ``n_latents``, ``max_epochs`` and ``lr_schedule``
+    (:func:`~identrep.experiments.studies._moran2022.table_settings`)."""
     settings, splits = mo.table_settings(
         TABLE4_FULL,
         TABLE4_QUICK,
         seeds=seeds,
         quick=quick,
-        n_latents=n_latents,
         default_latents=15,
-        max_epochs=max_epochs,
+        **options,
     )
     base = mo.MoranConfig(table=NAME, **settings)
     return [
@@ -106,7 +110,7 @@ STUDY = register_study(
         make_data=make_data,
         fits={m: fit for m in (*mo.TABLE4_MODELS, *mo.variants_of(mo.TABLE4_MODELS))},
         published="moran2022_table4_zeisel.csv",
-        options=(mo.LATENTS_OPTION, mo.EPOCHS_OPTION),
+        options=(mo.LATENTS_OPTION, mo.EPOCHS_OPTION, mo.SCHEDULE_OPTION),
         progress=(("accuracy", "accuracy"),),
         comparable=("n_rows", "max_epochs"),
         report=ReportSpec(

@@ -467,3 +467,67 @@ def test_oivae_group_lasso_per_table_reaches_only_the_oivae():
     vae = mo.make_estimator(_tiny("VAE", "moran2022_table4"), 0, "gaussian")
     assert "group_lasso" not in vae.get_params()
     assert "OI-VAE" in mo.SETTINGS_NOTE
+
+
+def test_lr_schedule_reaches_every_network_row_and_the_run_ids():
+    import hashlib
+    import json
+
+    def est(model, **kw):
+        cfg = _tiny(model, "moran2022_table1b", **kw)
+        return mo.make_estimator(cfg, 0, "categorical")
+
+    # constant by default: the paper's Adam for every row, the Sparse VAE too
+    # (its class default is the cosine decay)
+    assert est("SparseVAE").lr_schedule is None
+    assert est("SVAE_KL1overK").lr_schedule is None
+    assert est("VAE").lr_schedule is None
+    # cosine reaches every network row that takes a schedule, not the OI-VAE
+    for model in ("SparseVAE", "SVAE_KL1overK", "VAE", "BetaVAE", "VSC"):
+        assert est(model, lr_schedule="cosine").lr_schedule == "cosine", model
+    assert est("OIVAE", lr_schedule="cosine").lr_schedule is None
+    assert "lr_schedule" not in est("NMF", lr_schedule="cosine").get_params()
+
+    # the run id carries the schedule only where it differs from the class
+    # default, so a row trained as before keeps the id it was recorded under
+    def legacy_id(cfg):
+        fields = {k: v for k, v in dataclasses.asdict(cfg).items()}
+        del fields["lr_schedule"]
+        text = json.dumps(fields, sort_keys=True)
+        return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+    for model, sched, same in [
+        ("VAE", "constant", True),
+        ("VAE", "cosine", False),
+        ("SparseVAE", "cosine", True),
+        ("SparseVAE", "constant", False),
+        ("SVAE_KL1overK", "constant", False),
+        ("OIVAE", "cosine", True),
+        ("NMF", "cosine", True),
+    ]:
+        cfg = _tiny(model, "moran2022_table1b", lr_schedule=sched)
+        assert (cfg.digest() == legacy_id(cfg)) is same, (model, sched)
+        assert ("lr_schedule" in cfg.to_dict()) is not same, (model, sched)
+    assert (
+        "cosine lr"
+        in _tiny("VAE", "moran2022_table1b", lr_schedule="cosine").describe()
+    )
+    with pytest.raises(ValueError, match=r"--lr-schedule\) must be one of"):
+        _tiny("VAE", "moran2022_table1b", lr_schedule="step")
+
+
+def test_lr_schedule_flag_reaches_the_grid(capsys):
+    from identrep.cli import main
+
+    t4 = get_study("moran2022_table4")
+    assert {c.lr_schedule for c in t4.grid(seeds=1)} == {"constant"}
+    argv = ["reproduce", "moran2022_table4", "--seeds", "1", "--dry-run"]
+    capsys.readouterr()
+    assert main([*argv, "--lr-schedule", "cosine"]) == 0
+    listed = capsys.readouterr().out
+    cosine = t4.grid(seeds=1, lr_schedule="cosine")
+    assert all(c.run_id in listed for c in cosine)
+    svae = next(c for c in t4.grid(seeds=1) if c.model == "SparseVAE")
+    assert svae.run_id not in listed
+    with pytest.raises(SystemExit):
+        main([*argv, "--lr-schedule", "step"])
