@@ -6,13 +6,20 @@ from __future__ import annotations
 
 
 def parse_value(text: str):
-    """``true`` / ``false`` as booleans, ``none`` as None, a number as a float,
-    anything else as the string."""
+    """``true`` / ``false`` as booleans, ``none`` as None, an integer as an int,
+    another number as a float, a comma-separated list as a tuple of such values
+    (``hidden_sizes=100,100,100``), anything else as the string."""
+    if "," in text:
+        return tuple(parse_value(t) for t in text.split(",") if t)
     low = text.lower()
     if low in ("true", "false"):
         return low == "true"
     if low == "none":
         return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
     try:
         return float(text)
     except ValueError:

@@ -65,8 +65,9 @@ def main() -> None:
         metavar="PARAM=VALUE",
         help="estimator parameters of the refits on top of the study's, e.g. "
         "whiten=zca decoder_var=learned lr=0.01 (true/false as booleans, none as "
-        "None, numbers as floats; a name that is not a hyperparameter of the "
-        "estimator, such as whiten on IVAE, is set as an attribute, which "
+        "None, integers as ints, other numbers as floats, a,b,c as a tuple; a "
+        "name that is not a hyperparameter of the estimator, such as whiten on "
+        "IVAE, is set as an attribute, which "
         "BaseVAE._whitening reads)",
     )
     args = ap.parse_args()

@@ -10,7 +10,10 @@ Usage::
 
 ``--with-adam`` adds the records of ``FOLDER/oivae_adam_records/`` (the OI-VAE
 row trained with W in the networks' Adam, before the proximal SGD; kept outside
-``records/`` so the report does not show them) as the model ``OIVAE_adam``.
+``records/`` so the report does not show them) as the model ``OIVAE_adam``;
+``--with-cosine`` those of ``FOLDER/svae_cosine_records/`` (the Sparse VAE rows
+with the cosine learning-rate decay, as stored before stop 33) as
+``SparseVAE_cosine`` and ``SVAE_KL1overK_cosine``.
 """
 
 from __future__ import annotations
@@ -33,10 +36,16 @@ def main():
         "--scale", type=float, default=1.0, help="multiply the metric (100: %%)"
     )
     ap.add_argument("--with-adam", action="store_true")
+    ap.add_argument("--with-cosine", action="store_true")
     args = ap.parse_args()
     df = pd.read_csv(Path(args.folder) / "results.csv")
-    if args.with_adam:
-        df = pd.concat([df, _adam_rows(Path(args.folder))], ignore_index=True)
+    for wanted, (sub, suffix) in (
+        (args.with_adam, ("oivae_adam_records", "_adam")),
+        (args.with_cosine, ("svae_cosine_records", "_cosine")),
+    ):
+        if wanted:
+            kept = _kept_rows(Path(args.folder) / sub, suffix)
+            df = pd.concat([df, kept], ignore_index=True)
     lower = args.metric in LOWER_IS_BETTER
     keys = [k for k in ("sigma_pct",) if k in df and df[k].nunique() > 1]
     for key, part in df.groupby(keys) if keys else [((), df)]:
@@ -60,19 +69,19 @@ def main():
         print(f"  {args.model} minus, per split: " + ", ".join(diffs))
 
 
-def _adam_rows(folder: Path) -> pd.DataFrame:
-    """The Adam-variant OI-VAE records of ``folder/oivae_adam_records`` as rows
-    of model ``OIVAE_adam`` (split, shift and metrics)."""
+def _kept_rows(sub: Path, suffix: str) -> pd.DataFrame:
+    """The records kept in ``sub`` (outside ``records/``, so not in the report)
+    as rows of their model name + ``suffix`` (split, shift and metrics)."""
     rows = []
-    for f in sorted((folder / "oivae_adam_records").glob("*.json")):
+    for f in sorted(sub.glob("*.json")):
         rec = json.loads(f.read_text())
         cfg = rec["config"]
         rows.append(
-            {"model": "OIVAE_adam", "seed": cfg["seed"],
+            {"model": cfg["model"] + suffix, "seed": cfg["seed"],
              "sigma_pct": cfg.get("sigma_pct", 0), **rec["metrics"]}
         )  # fmt: skip
     if not rows:
-        raise SystemExit(f"--with-adam: no records in {folder / 'oivae_adam_records'}")
+        raise SystemExit(f"no records in {sub}")
     return pd.DataFrame(rows)
 
 

@@ -3,16 +3,19 @@
 Refits stored runs of Tables 1a, 1b, 2 or 4 (``identrep reproduce
 moran2022_table1b`` etc.: the same splits, data and model seeds, the study's
 budget and scoring; ``--splits``, and ``--shifts`` for Table 2) once per
-``--variant``, each a space-separated list of ``PARAM=VALUE``
-estimator parameters set on top of the study's (``true`` / ``false`` as
-booleans, ``none`` as None, numbers as floats); the empty variant ``""`` is the
-stored row itself and reproduces its record. Prints, per split and variant,
-the table's column(s) (NLL; Table 1a also the same-rows Recall@5 and NDCG@10;
-Table 4 the accuracy), the CPU seconds and, for the Sparse VAE, the fraction of
-masks with inclusion probability above 1/2 and the number of latents with any.
-Used for docs/notes.md, "Coordinator, stop 32" (the Sparse VAE row's settings
-that differ from the authors' code on Table 1b, and every table's Sparse VAE and
-VAE rows at matched optimisers; output in docs/results/moran2022_optimiser_probe/).
+``--variant``, each a space-separated list of ``PARAM=VALUE`` estimator
+parameters set on top of the study's (``true`` / ``false`` as booleans,
+``none`` as None, integers as ints, other numbers as floats, comma-separated
+lists as tuples); the empty variant ``""`` is the stored row itself and
+reproduces its record (the study's ``lr_schedule`` default, constant since stop
+33; ``lr_schedule=cosine`` refits the Sparse VAE rows stored before). Prints,
+per split and variant, the table's column(s) (NLL; Table 1a also the same-rows
+Recall@5 and NDCG@10; Table 4 the accuracy), the CPU seconds and, for the
+Sparse VAE, the fraction of masks with inclusion probability above 1/2 and the
+number of latents with any. Used for docs/notes.md, "Coordinator, stop 32" (the
+Sparse VAE row's settings that differ from the authors' code on Table 1b, and
+every table's Sparse VAE and VAE rows at matched optimisers; output in
+docs/results/moran2022_optimiser_probe/).
 
 Usage (data home with ml_abstracts)::
 
