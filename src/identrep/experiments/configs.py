@@ -35,9 +35,15 @@ class StudyConfig:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def digest_fields(self) -> dict:
+        """The fields the run id's digest covers: all of them, unless a study
+        leaves out a field that added nothing where it sits at a default (so
+        runs recorded before the field existed keep their ids)."""
+        return self.to_dict()
+
     def digest(self) -> str:
-        """8 hex digits of the whole configuration (part of the run id)."""
-        text = json.dumps(self.to_dict(), sort_keys=True)
+        """8 hex digits of the configuration (part of the run id)."""
+        text = json.dumps(self.digest_fields(), sort_keys=True)
         return hashlib.sha1(text.encode()).hexdigest()[:8]
 
     def model_seed(self) -> int:  # pragma: no cover - every subclass defines it

@@ -175,9 +175,9 @@ class MoranConfig(StudyConfig):
     lr_schedule : {"constant", "cosine"}
         Learning-rate schedule of every network row that can take it (not the
         OI-VAE, whose proximal step needs a fixed rate). The run id carries it
-        only where it differs from the row's class default (:meth:`to_dict`),
-        so runs recorded before it existed keep their ids where they trained
-        the same way.
+        only where it differs from the row's class default
+        (:meth:`digest_fields`), so runs recorded before it existed keep their
+        ids where they trained the same way.
     seed : int
         Split index (0-4); the split, the data noise and the model seed derive
         from it and the configuration.
@@ -219,10 +219,11 @@ class MoranConfig(StudyConfig):
         if not self.prior_weight > 0:
             raise ValueError(f"prior_weight must be > 0; got {self.prior_weight!r}.")
 
-    def to_dict(self) -> dict:
+    def digest_fields(self) -> dict:
         """The fields, without ``lr_schedule`` where the row trains with its
-        class default anyway (see :func:`row_schedule`)."""
-        out = super().to_dict()
+        class default anyway (see :func:`row_schedule`); the record's config
+        keeps it."""
+        out = self.to_dict()
         if row_schedule(self.model, self.lr_schedule) == row_schedule(self.model):
             del out["lr_schedule"]
         return out
