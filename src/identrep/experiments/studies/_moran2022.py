@@ -130,11 +130,11 @@ SETTINGS_NOTE = (
     "numbers are comparable with. BetaVAE_KLbetaoverK and VSC_KL1overK (not rows "
     "of the paper either): the beta-VAE at KL weight beta / K (beta chosen on a "
     "validation split) and VSC at kl_weight = 1/K, the authors' scaling of those "
-    "rows. Optimiser: every network row trains with Adam at a constant learning "
-    "rate (the paper's default settings; the Sparse VAE's class default is a "
-    "cosine decay, which --lr-schedule cosine gives every row but the OI-VAE), "
-    "each with its own activations. Pairs at both optimisers: "
-    "docs/results/moran2022_vs_paper.md."
+    "rows. Optimiser: Adam at a constant learning rate for every network row, "
+    "the paper's default settings, unless the records' lr_schedule says cosine "
+    "(--lr-schedule cosine: a cosine decay for every row but the OI-VAE, the "
+    "Sparse VAE's class default); each row keeps its own activations. Pairs at "
+    "both optimisers: docs/results/moran2022_vs_paper.md."
 )
 #: ``lr_schedule`` values of :class:`MoranConfig`: "constant" (Adam at a fixed
 #: rate, the paper's) or "cosine" (a cosine decay over the budget).
