@@ -5,7 +5,10 @@ every (variant, shift) the mean ± std over splits of the refit's metric, of the
 stored ``--against`` row's, and of their per-split difference (refit − stored,
 std with ddof 1), with the number of splits where the refit is better (lower
 NLL, higher accuracy / recall; differences within the probe's printed digits
-are counted as equal). Used for docs/notes.md, "Coordinator, stop 32".
+are counted as equal). ``folder`` may instead be a probe output file: its
+``--against`` lines are then the reference (two refits paired with each other,
+e.g. both rows at three hidden layers). Used for docs/notes.md, "Coordinator,
+stop 32" and "Coordinator, stop 33".
 
 Usage::
 
@@ -16,6 +19,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections import defaultdict
@@ -49,7 +53,9 @@ def parse(lines):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("folder")
+    ap.add_argument(
+        "folder", help="results folder of the stored row, or a probe output file"
+    )
     ap.add_argument("--against", required=True, help="stored row (model) to pair")
     ap.add_argument("--metric", default="nll")
     ap.add_argument("--scale", type=float, default=1.0)
@@ -62,14 +68,8 @@ def main() -> None:
         else:
             with open(path) as f:
                 lines += f.read().splitlines()
-    stored = pd.read_csv(f"{args.folder}/results.csv")
-    stored = stored[stored.model == args.against]
-    if "sigma_pct" not in stored:  # Table 4's records have no shift
-        stored = stored.assign(sigma_pct=0)
-    ref = {
-        (int(r.sigma_pct), int(r.seed)): float(getattr(r, args.metric))
-        for r in stored.itertuples()
-    }
+    ref = _reference(args.folder, args.against, args.metric)
+    label = "probe" if os.path.isfile(args.folder) else "stored"
     groups = defaultdict(list)
     for model, variant, sigma, split, metrics in parse(lines):
         if args.metric in metrics and (sigma, split) in ref:
@@ -90,10 +90,29 @@ def main() -> None:
         print(
             f"{model} [{variant}]{shift} vs {args.against}: splits "
             f"{sorted(r[0] for r in rows)} refit {new.mean():.2f} ± {new.std():.2f}"
-            f" stored {old.mean():.2f} ± {old.std():.2f} diff {diff.mean():+.2f} ± "
+            f" {label} {old.mean():.2f} ± {old.std():.2f} diff {diff.mean():+.2f} ± "
             f"{sd} refit better in {wins}/{len(rows)}"
             + (f" ({ties} equal to the printed digits)" if ties else "")
         )
+
+
+def _reference(folder: str, row: str, metric: str) -> dict:
+    """(sigma_pct, split) -> the reference row's metric, from a results folder
+    or from the ``row`` lines of a probe output file (one variant)."""
+    if os.path.isfile(folder):
+        with open(folder) as f:
+            found = [r for r in parse(f.read().splitlines()) if r[0] == row]
+        if len({r[1] for r in found}) > 1:
+            raise SystemExit(f"{folder} holds several variants of {row}.")
+        return {(r[2], r[3]): r[4][metric] for r in found if metric in r[4]}
+    stored = pd.read_csv(f"{folder}/results.csv")
+    stored = stored[stored.model == row]
+    if "sigma_pct" not in stored:  # Table 4's records have no shift
+        stored = stored.assign(sigma_pct=0)
+    return {
+        (int(r.sigma_pct), int(r.seed)): float(getattr(r, metric))
+        for r in stored.itertuples()
+    }
 
 
 if __name__ == "__main__":
