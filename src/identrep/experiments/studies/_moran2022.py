@@ -277,18 +277,13 @@ def subsample(n: int, n_rows: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size=n_rows, replace=False))
 
 
-def _row_class(model: str):
-    import identrep.models as models
-
-    name = VARIANTS.get(model, (model, None))[0]
-    return name, getattr(models, name, None)
-
-
 def row_schedule(model: str, requested: str | None = None) -> str:
     """The schedule a row trains with when ``requested`` (None: the class
     default): "constant" for classes without a schedule or that allow none but a
     fixed rate (the OI-VAE, NMF, LDA), else the request."""
-    _, cls = _row_class(model)
+    import identrep.models as models
+
+    cls = getattr(models, VARIANTS.get(model, (model, None))[0], None)
     if cls is None or "lr_schedule" not in cls().get_params():
         return "constant"
     allowed = getattr(cls, "_parameter_constraints", {}).get("lr_schedule", [None])
