@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Rebuild pairs.txt from the probe output here (run from the repository root:
+# bash docs/results/moran2022_depth_probe/pairs.sh > docs/results/moran2022_depth_probe/pairs.txt).
+set -euo pipefail
+D=docs/results/moran2022_depth_probe
+P="${PYTHON:-python} benchmarks/moran2022_probe_pairs.py"
+pair() { echo "\$ python benchmarks/moran2022_probe_pairs.py $*"; $P "$@"; }
+# the Sparse VAE against the VAE, both at three hidden layers (like for like)
+pair $D/table1b_vae_kl1overk_3layers.txt --against VAE_KL1overK $D/table1b_svae_kl1overk_3layers.txt
+pair $D/table2_vae_kl1overk_3layers.txt --against VAE_KL1overK $D/table2_svae_kl1overk_3layers.txt
+# each three-layer refit against the stored two-layer row of the same model
+pair docs/results/moran2022_table1b --against VAE_KL1overK $D/table1b_vae_kl1overk_3layers.txt
+pair docs/results/moran2022_table1b --against SVAE_KL1overK $D/table1b_svae_kl1overk_3layers.txt
+pair docs/results/moran2022_table1b --against VAE $D/table1b_vae_3layers.txt
+pair docs/results/moran2022_table2_e50 --against VAE_KL1overK $D/table2_vae_kl1overk_3layers.txt
+pair docs/results/moran2022_table2_e50 --against SVAE_KL1overK $D/table2_svae_kl1overk_3layers.txt
