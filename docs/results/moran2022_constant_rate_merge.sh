@@ -1,6 +1,7 @@
 #!/bin/bash
 # Merge the constant-rate Sparse VAE records of stop 33 into the four table folders,
 # keep the cosine-decay ones in svae_cosine_records/, rebuild reports and paired.txt.
+# Run once at stop 33 on the machine that holds /work/runs/m33 (the re-run folders); kept as the record of the merge.
 set -euo pipefail
 cd /work/main
 R=/work/runs/m33
