@@ -27,7 +27,7 @@ def parse_value(text: str):
 
 
 def parse_params(items, flag: str) -> dict:
-    """``["a=1", "b=none"]`` -> ``{"a": 1.0, "b": None}``; ``flag`` names the
+    """``["a=1", "b=none"]`` -> ``{"a": 1, "b": None}``; ``flag`` names the
     option in the error for an item without ``=``."""
     out = {}
     for item in items:

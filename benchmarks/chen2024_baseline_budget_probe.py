@@ -67,8 +67,7 @@ def main() -> None:
         "whiten=zca decoder_var=learned lr=0.01 (true/false as booleans, none as "
         "None, integers as ints, other numbers as floats, a,b,c as a tuple; a "
         "name that is not a hyperparameter of the estimator, such as whiten on "
-        "IVAE, is set as an attribute, which "
-        "BaseVAE._whitening reads)",
+        "IVAE, is set as an attribute, which BaseVAE._whitening reads)",
     )
     args = ap.parse_args()
     overrides = parse_params(args.set, "--set")

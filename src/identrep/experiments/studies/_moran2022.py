@@ -284,12 +284,13 @@ def row_schedule(model: str, requested: str | None = None) -> str:
     import identrep.models as models
 
     cls = getattr(models, VARIANTS.get(model, (model, None))[0], None)
-    if cls is None or "lr_schedule" not in cls().get_params():
+    params = cls().get_params() if cls is not None else {}
+    if "lr_schedule" not in params:
         return "constant"
     allowed = getattr(cls, "_parameter_constraints", {}).get("lr_schedule", [None])
     takes_cosine = any("cosine" in getattr(c, "options", ()) for c in allowed)
     if requested is None:
-        requested = "cosine" if cls().lr_schedule == "cosine" else "constant"
+        requested = "cosine" if params["lr_schedule"] == "cosine" else "constant"
     return requested if takes_cosine else "constant"
 
 
@@ -321,10 +322,8 @@ def make_estimator(config: MoranConfig, model_seed: int, likelihood: str):
         "patience": None,
         "random_state": model_seed,
     }
-    if row_schedule(config.model, config.lr_schedule) == "cosine":
-        wanted["lr_schedule"] = "cosine"
-    else:
-        wanted["lr_schedule"] = None
+    cosine = row_schedule(config.model, config.lr_schedule) == "cosine"
+    wanted["lr_schedule"] = "cosine" if cosine else None
     if name == "OIVAE" and OIVAE_GROUP_LASSO.get(config.table) is not None:
         wanted["group_lasso"] = OIVAE_GROUP_LASSO[config.table]
     params = cls().get_params()

@@ -491,7 +491,7 @@ def test_lr_schedule_reaches_every_network_row_and_the_run_ids():
     # the run id carries the schedule only where it differs from the class
     # default, so a row trained as before keeps the id it was recorded under
     def legacy_id(cfg):
-        fields = {k: v for k, v in dataclasses.asdict(cfg).items()}
+        fields = dataclasses.asdict(cfg)
         del fields["lr_schedule"]
         text = json.dumps(fields, sort_keys=True)
         return hashlib.sha1(text.encode()).hexdigest()[:8]
