@@ -88,8 +88,9 @@ OIVAE_GROUP_LASSO = {
 #: ``kl_weight``; prior weight as the Sparse VAE row, :data:`PRIOR_WEIGHT`).
 #: ``BetaVAE_KLbetaoverK``: the beta-VAE as the authors' code trains it, beta
 #: times their KL / K, i.e. a KL weight :data:`BETA_OVER_K` / K.
-#: ``VSC_KL1overK``: VSC at the KL weight 1/K (its ``kl_weight``; the authors'
-#: VSC shares the VAE's KL averaged over the latents).
+#: ``VSC_KL1overK``: VSC at the VAE's KL weight 1/K (its ``kl_weight``); the
+#: authors' VSC port sums its KL over the latents (weight 1) against a
+#: pseudo-input prior (``VSC(prior="pseudo_inputs")``).
 VARIANTS = {
     "VAE_KL1overK": ("BetaVAE", lambda config: {"beta": 1.0 / config.n_latents}),
     "SVAE_KL1overK": (
@@ -126,15 +127,17 @@ SETTINGS_NOTE = (
     "group_lasso chosen on a validation split. "
     "VAE_KL1overK and SVAE_KL1overK (not rows of the paper): a beta-VAE with "
     "beta = 1/K and the Sparse VAE with kl_weight = 1/K, the KL weight the "
-    "authors' code gives every VAE-family row; they show what the paper's "
-    "numbers are comparable with. BetaVAE_KLbetaoverK and VSC_KL1overK (not rows "
-    "of the paper either): the beta-VAE at KL weight beta / K (beta chosen on a "
-    "validation split) and VSC at kl_weight = 1/K, the authors' scaling of those "
-    "rows. Optimiser: Adam at a constant learning rate for every network row, "
-    "the paper's default settings, unless the records' lr_schedule says cosine "
-    "(--lr-schedule cosine: a cosine decay for every row but the OI-VAE, the "
-    "Sparse VAE's class default); each row keeps its own activations. Pairs at "
-    "both optimisers: docs/results/moran2022_vs_paper.md."
+    "authors' code gives those two rows; they show what the paper's numbers are "
+    "comparable with. BetaVAE_KLbetaoverK and VSC_KL1overK (not rows of the "
+    "paper either): the beta-VAE at KL weight beta / K (beta chosen on a "
+    "validation split), the authors' scaling of that row, and VSC at kl_weight "
+    "= 1/K, the VAE's (the authors' VSC sums its KL over the latents, against a "
+    "pseudo-input prior). Optimiser: Adam at a constant learning rate for every "
+    "network row, the paper's default settings, unless the records' "
+    "lr_schedule says cosine (--lr-schedule cosine: a cosine decay for every "
+    "row but the OI-VAE, the Sparse VAE's class default); each row keeps its "
+    "own activations. Pairs at both optimisers: "
+    "docs/results/moran2022_vs_paper.md."
 )
 #: ``lr_schedule`` values of :class:`MoranConfig`: "constant" (Adam at a fixed
 #: rate, the paper's) or "cosine" (a cosine decay over the budget).

@@ -66,6 +66,11 @@ class VSCModule(_ObservationMixin):
     obs_var : float, default=1.0
         Gaussian noise variance on standardised features (initial value when
         learned).
+    n_pseudo_inputs : int, default=0
+        J > 0 adds the pseudo-input prior of the VSC authors' code: J learned
+        points in the encoder's (standardised) input space whose posteriors are
+        the prior's components (:meth:`prior_parts`), and a linear selector of
+        component weights from x (:meth:`selector_logits`). 0: the fixed prior.
 
     Examples
     --------
@@ -85,6 +90,7 @@ class VSCModule(_ObservationMixin):
         x_scale: Tensor,
         learn_var: bool = False,
         obs_var: float = 1.0,
+        n_pseudo_inputs: int = 0,
     ):
         super().__init__()
         hidden = tuple(int(h) for h in hidden_sizes)
@@ -96,12 +102,31 @@ class VSCModule(_ObservationMixin):
             self.n_latents, hidden[::-1], n_features, activation=activation
         )
         self._init_observation(likelihood, x_mean, x_scale, learn_var, obs_var)
+        self.n_pseudo_inputs = int(n_pseudo_inputs)
+        if self.n_pseudo_inputs > 0:
+            # Near the data mean in standardised units (small spread).
+            init = 0.1 * torch.randn(self.n_pseudo_inputs, n_features)
+            self.pseudo_inputs = nn.Parameter(init)
+            self.selector = nn.Linear(n_features, self.n_pseudo_inputs)
+
+    def _parts(self, xs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        mean, raw, logits = self.encoder(xs).chunk(3, dim=-1)
+        return mean, soft_clamp(raw, 10.0), logits
 
     def encode_parts(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """``(slab mean, slab log-variance, spike logits)`` for raw x, each
         (batch, n_latents)."""
-        mean, raw, logits = self.encoder(self.standardize(x)).chunk(3, dim=-1)
-        return mean, soft_clamp(raw, 10.0), logits
+        return self._parts(self.standardize(x))
+
+    def prior_parts(self) -> tuple[Tensor, Tensor, Tensor]:
+        """The pseudo-input prior's components: :meth:`encode_parts` of the J
+        pseudo-inputs, each (J, n_latents)."""
+        return self._parts(self.pseudo_inputs)
+
+    def selector_logits(self, x: Tensor) -> Tensor:
+        """Unnormalised log-weights of the prior's components for raw x,
+        (batch, J)."""
+        return self.selector(self.standardize(x))
 
     def encode(self, x: Tensor, y=None, task=None) -> tuple[Tensor, Tensor]:
         """Mean and log-variance of the spike-and-slab posterior of z for raw x:

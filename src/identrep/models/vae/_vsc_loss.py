@@ -17,6 +17,19 @@ Samples use the paper's relaxed selector, ``z = slab * sigmoid(c (u - 1 + gamma)
 with ``u ~ U(0, 1)``: as c grows the selector tends to the Bernoulli(gamma) indicator.
 Spike warm-up replaces the slab by 1 (``slab_weight = 0``, a binary code) and
 blends it in (``slab_weight`` 0 -> 1).
+
+The pseudo-input prior of the VSC authors' code (and of the Sparse VAE authors'
+port) replaces the fixed prior by the mixture ``p(z) = (1/J) sum_i q(z | u_i)`` of
+the posteriors of J learned pseudo-inputs u_i. Its KL has no closed form; with
+component weights ``w(x)`` (a softmax selector, a variational posterior over the
+component index) Jensen's inequality bounds it in closed form::
+
+    KL(q || p) <= sum_i w_i KL(q || q(. | u_i)) + KL(w || Uniform(J))
+
+(:func:`pseudo_input_kl`). Both codes use the first term alone, which is not a
+bound (it can be up to log J below the KL); ours keeps the second. A penalty
+pulls the prior's average spike probability towards alpha
+(:func:`prior_sparsity_penalty`).
 """
 
 from __future__ import annotations
@@ -34,7 +47,12 @@ if TYPE_CHECKING:
     from identrep.models.nn.sparse_coding import VSCModule
 
 __all__ = [
+    "prior_sparsity_penalty",
+    "pseudo_input_kl",
+    "pseudo_input_log_prior",
     "spike_slab_kl",
+    "spike_slab_log_density",
+    "spike_slab_pair_kl",
     "spike_slab_log_ratio",
     "spike_slab_sample",
     "vsc_loss",
@@ -67,6 +85,94 @@ def spike_slab_kl(
         log_1mg - math.log1p(-alpha)
     )
     return (gamma * gauss + bern).sum(-1)
+
+
+def spike_slab_pair_kl(
+    mean: Tensor,
+    log_var: Tensor,
+    spike_logits: Tensor,
+    prior_mean: Tensor,
+    prior_log_var: Tensor,
+    prior_logits: Tensor,
+) -> Tensor:
+    """KL(q || p) of two spike-and-slab distributions with the same atom at 0,
+    summed over the last dimension (arguments broadcast)::
+
+        sum_j  gamma_j KL(N(mu_j, s_j^2) || N(m_j, t_j^2))
+             + KL(Bern(gamma_j) || Bern(pi_j))
+
+    With ``p = N(0, 1)`` and ``pi = alpha`` it is :func:`spike_slab_kl`.
+
+    Parameters
+    ----------
+    mean, log_var, spike_logits : Tensor
+        q's slab mean, slab log-variance and logit(gamma).
+    prior_mean, prior_log_var, prior_logits : Tensor
+        p's slab mean, slab log-variance and logit(pi).
+
+    Returns
+    -------
+    Tensor of the broadcast shape without its last dimension, non-negative.
+    """
+    gamma = torch.sigmoid(spike_logits)
+    gauss = 0.5 * (
+        prior_log_var
+        - log_var
+        + (log_var.exp() + (mean - prior_mean).square()) * torch.exp(-prior_log_var)
+        - 1.0
+    )
+    bern = gamma * (F.logsigmoid(spike_logits) - F.logsigmoid(prior_logits)) + (
+        1.0 - gamma
+    ) * (F.logsigmoid(-spike_logits) - F.logsigmoid(-prior_logits))
+    return (gamma * gauss + bern).sum(-1)
+
+
+def pseudo_input_kl(
+    mean: Tensor,
+    log_var: Tensor,
+    spike_logits: Tensor,
+    prior: tuple[Tensor, Tensor, Tensor],
+    selector_logits: Tensor,
+) -> Tensor:
+    """Jensen bound on KL(q(z | x) || (1/J) sum_i q(z | u_i)) (module docstring).
+
+    Parameters
+    ----------
+    mean, log_var, spike_logits : Tensor of shape (batch, n_latents)
+        The posterior.
+    prior : tuple of three Tensors of shape (J, n_latents)
+        The components' slab means, log-variances and spike logits.
+    selector_logits : Tensor of shape (batch, J)
+        Unnormalised log-weights of the components.
+
+    Returns
+    -------
+    Tensor of shape (batch,), non-negative.
+    """
+    p_mean, p_log_var, p_logits = prior
+    pair = spike_slab_pair_kl(
+        mean.unsqueeze(1),
+        log_var.unsqueeze(1),
+        spike_logits.unsqueeze(1),
+        p_mean.unsqueeze(0),
+        p_log_var.unsqueeze(0),
+        p_logits.unsqueeze(0),
+    )  # (batch, J)
+    log_w = F.log_softmax(selector_logits, dim=-1)
+    w = log_w.exp()
+    to_uniform = (w * (log_w + math.log(log_w.shape[-1]))).sum(-1)
+    return (w * pair).sum(-1) + to_uniform
+
+
+def prior_sparsity_penalty(prior_logits: Tensor, alpha: float) -> Tensor:
+    """``K KL(Bern(pi_bar) || Bern(alpha))``: pi_bar is the pseudo-input prior's
+    average spike probability (over components and latents), K the latent count
+    (the VSC authors' weight; scalar Tensor)."""
+    pi_bar = torch.sigmoid(prior_logits).mean()
+    kl = torch.xlogy(pi_bar, pi_bar / alpha) + torch.xlogy(
+        1.0 - pi_bar, (1.0 - pi_bar) / (1.0 - alpha)
+    )
+    return prior_logits.shape[-1] * kl
 
 
 def spike_slab_sample(
@@ -143,6 +249,48 @@ def spike_slab_log_ratio(
     return torch.where(active, on, off).sum(-1)
 
 
+def spike_slab_log_density(
+    z: Tensor, active: Tensor, mean: Tensor, log_var: Tensor, spike_logits: Tensor
+) -> Tensor:
+    """Log-density of a spike-and-slab draw (Lebesgue measure plus the atom at
+    0), summed over the last dimension (arguments broadcast).
+
+    Parameters
+    ----------
+    z : Tensor of shape (..., n_latents)
+    active : Tensor of bool, z's shape
+        Which latents are in the slab.
+    mean, log_var, spike_logits : Tensor broadcastable to z's shape
+
+    Returns
+    -------
+    Tensor of shape (...)
+    """
+    log_n = -0.5 * (
+        math.log(2 * math.pi) + log_var + (z - mean).square() * torch.exp(-log_var)
+    )
+    on = F.logsigmoid(spike_logits) + log_n
+    return torch.where(active, on, F.logsigmoid(-spike_logits)).sum(-1)
+
+
+def pseudo_input_log_prior(
+    z: Tensor, active: Tensor, prior: tuple[Tensor, Tensor, Tensor]
+) -> Tensor:
+    """``log (1/J) sum_i q(z | u_i)`` of the pseudo-input prior, shape ``z.shape[:-1]``.
+
+    Parameters
+    ----------
+    z, active : Tensor of shape (..., n_latents)
+    prior : tuple of three Tensors of shape (J, n_latents)
+        As :func:`pseudo_input_kl`.
+    """
+    p_mean, p_log_var, p_logits = prior
+    per = spike_slab_log_density(
+        z.unsqueeze(-2), active.unsqueeze(-2), p_mean, p_log_var, p_logits
+    )  # (..., J)
+    return torch.logsumexp(per, dim=-1) - math.log(p_mean.shape[0])
+
+
 def vsc_loss(
     module: VSCModule,
     batch: VAEBatch,
@@ -151,13 +299,17 @@ def vsc_loss(
     c: float,
     slab_weight: float = 1.0,
     kl_weight: float = 1.0,
+    sparsity_weight: float = 0.0,
 ) -> tuple[Tensor, int]:
     """Negative ELBO of VSC per sample (batch mean), one relaxed sample of z.
 
     ``-log p(x | z) + kl_weight * KL(q(z | x) || p(z))`` with the closed-form
     :func:`spike_slab_kl`; the likelihood is the module's (Gaussian on standardised
     features, Bernoulli, or categorical counts), summed over features.
-    ``kl_weight`` 1 is the ELBO.
+    ``kl_weight`` 1 is the ELBO. Where the module has pseudo-inputs the KL is the
+    bound of :func:`pseudo_input_kl` and ``sparsity_weight`` times
+    :func:`prior_sparsity_penalty` is added (``alpha`` is then the target of
+    the prior's average spike probability).
 
     Parameters
     ----------
@@ -171,6 +323,9 @@ def vsc_loss(
         Spike warm-up weight (see :func:`spike_slab_sample`).
     kl_weight : float, default=1.0
         Weight of the KL term (1: the unweighted negative ELBO).
+    sparsity_weight : float, default=0.0
+        Multiplier of :func:`prior_sparsity_penalty` (pseudo-input prior only;
+        1 is the VSC authors' weight).
 
     Returns
     -------
@@ -182,7 +337,15 @@ def vsc_loss(
     out = module.decoder(z)
     target = module.target(batch.x).to(out.dtype)
     rec = observation_log_prob(module.likelihood, target, out, module.log_var)
-    kl = spike_slab_kl(mean, log_var, logits, alpha)
+    penalty = 0.0
+    if getattr(module, "n_pseudo_inputs", 0) > 0:
+        prior = module.prior_parts()
+        sel = module.selector_logits(batch.x)
+        kl = pseudo_input_kl(mean, log_var, logits, prior, sel)
+        if sparsity_weight:
+            penalty = sparsity_weight * prior_sparsity_penalty(prior[2], alpha)
+    else:
+        kl = spike_slab_kl(mean, log_var, logits, alpha)
     if kl_weight != 1.0:
         kl = kl_weight * kl
-    return (kl - rec).mean(), batch.x.shape[0]
+    return (kl - rec).mean() + penalty, batch.x.shape[0]

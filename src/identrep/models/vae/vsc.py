@@ -7,14 +7,16 @@ ELBO with the closed-form spike-and-slab KL and the relaxed selector of
 inverse temperature c annealed linearly from ``c_start`` to ``c_end``, and spike
 warm-up (the code is the binary selector alone before ``warmup_start``, the slab
 blended in linearly until ``warmup_end``; fractions of ``max_epochs``). The
-authors' TensorFlow code also has a pseudo-input (VampPrior-like) prior; this is
-the paper's fixed prior (baselines.md 3.4).
+paper's fixed prior is the default; ``prior="pseudo_inputs"`` is the
+pseudo-input (VampPrior-like) prior of the authors' TensorFlow code and of the
+Sparse VAE authors' port (baselines.md 3.4), with the bound of
+:func:`~identrep.models.vae._vsc_loss.pseudo_input_kl`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 import torch
@@ -28,13 +30,20 @@ from identrep.models.vae._base import (
     BaseVAE,
 )
 from identrep.models.vae._heldout import HeldoutNLLMixin
-from identrep.models.vae._vsc_loss import spike_slab_log_ratio, vsc_loss
+from identrep.models.vae._vsc_loss import (
+    pseudo_input_log_prior,
+    spike_slab_log_density,
+    spike_slab_log_ratio,
+    vsc_loss,
+)
 from identrep.utils._param_validation import Interval, StrOptions
 
 __all__ = ["VSC", "VSCObjective"]
 
 _POS = Interval(Real, 0, None, closed="neither")
 _FRACTION = Interval(Real, 0, 1, closed="both")
+#: The priors of z: the paper's fixed spike-and-slab, or the authors' code's.
+PRIORS = ("spike_slab", "pseudo_inputs")
 
 
 class VSCObjective:
@@ -49,6 +58,12 @@ class VSCObjective:
     def __init__(self, est: VSC):
         self.alpha = float(est.alpha)
         self.kl_weight = float(est.kl_weight)
+        # Only the pseudo-input prior has a sparsity penalty.
+        self.extra = (
+            {"sparsity_weight": float(est.prior_sparsity_weight)}
+            if est.prior == "pseudo_inputs"
+            else {}
+        )
         self.c_start, self.c_end = float(est.c_start), float(est.c_end)
         self.max_epochs = int(est.max_epochs)
         self.w0 = float(est.warmup_start) * self.max_epochs
@@ -68,7 +83,7 @@ class VSCObjective:
         return c, min(max(w, 0.0), 1.0)
 
     def __call__(self, module, batch):
-        kw = {"alpha": self.alpha, "kl_weight": self.kl_weight}
+        kw = {"alpha": self.alpha, "kl_weight": self.kl_weight, **self.extra}
         if not module.training:
             return vsc_loss(module, batch, c=self.c_end, **kw)
         c, w = self.schedule(self.epoch)
@@ -85,7 +100,21 @@ class VSC(HeldoutNLLMixin, BaseVAE):
     ----------
     n_latents : int, default=10
     alpha : float in (0, 1), default=0.1
-        Prior probability that a latent is active (the sparsity level).
+        Prior probability that a latent is active (the sparsity level); with
+        the pseudo-input prior, the target of the prior's average spike
+        probability.
+    prior : {"spike_slab", "pseudo_inputs"}, default="spike_slab"
+        The paper's fixed prior ``alpha N(0, 1) + (1 - alpha) delta_0`` per
+        latent, or the authors' code's mixture of the posteriors of
+        ``n_pseudo_inputs`` learned pseudo-inputs, with a softmax selector of
+        its components from x (KL bounded as in
+        :func:`~identrep.models.vae._vsc_loss.pseudo_input_kl`).
+    n_pseudo_inputs : int >= 1, default=10
+        J, the pseudo-input prior's components (the authors' 10).
+    prior_sparsity_weight : float >= 0, default=1.0
+        Multiplier of the pseudo-input prior's sparsity penalty ``K KL(Bern(
+        pi_bar) || Bern(alpha))`` (1: the TensorFlow original's weight; the
+        Sparse VAE authors' port uses the feature count instead of K).
     c_start, c_end : float, default=50.0 and 200.0
         Inverse temperature of the relaxed selector, annealed linearly over
         ``max_epochs`` (the paper's 50 -> 200).
@@ -159,6 +188,9 @@ class VSC(HeldoutNLLMixin, BaseVAE):
         "warmup_start": [_FRACTION],
         "warmup_end": [_FRACTION],
         "kl_weight": [_POS],
+        "prior": [StrOptions(set(PRIORS))],
+        "n_pseudo_inputs": [Interval(Integral, 1, None, closed="left")],
+        "prior_sparsity_weight": [Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(
@@ -171,6 +203,9 @@ class VSC(HeldoutNLLMixin, BaseVAE):
         warmup_start: float = 0.0,
         warmup_end: float = 0.2,
         kl_weight: float = 1.0,
+        prior: str = "spike_slab",
+        n_pseudo_inputs: int = 10,
+        prior_sparsity_weight: float = 1.0,
         likelihood: str = "gaussian",
         encoder: str = "mlp",
         decoder: str | None = None,
@@ -196,6 +231,9 @@ class VSC(HeldoutNLLMixin, BaseVAE):
         self.warmup_start = warmup_start
         self.warmup_end = warmup_end
         self.kl_weight = kl_weight
+        self.prior = prior
+        self.n_pseudo_inputs = n_pseudo_inputs
+        self.prior_sparsity_weight = prior_sparsity_weight
         self.likelihood = likelihood
         self.encoder = encoder
         self.decoder = decoder
@@ -235,6 +273,9 @@ class VSC(HeldoutNLLMixin, BaseVAE):
             torch.as_tensor(x_scale),
             learn_var=learned,
             obs_var=1.0 if learned else float(self.decoder_var),
+            n_pseudo_inputs=(
+                int(self.n_pseudo_inputs) if self.prior == "pseudo_inputs" else 0
+            ),
         )
 
     def _make_loss(self, n_train: int):
@@ -261,6 +302,9 @@ class VSC(HeldoutNLLMixin, BaseVAE):
         u = torch.rand(shape, dtype=mean.dtype, device=mean.device)
         active = u < torch.sigmoid(logits)
         z = torch.where(active, mean + torch.exp(0.5 * log_var) * eps, 0.0)
-        return z, spike_slab_log_ratio(
-            z, active, mean, log_var, logits, float(self.alpha)
-        )
+        if self.module_.n_pseudo_inputs == 0:
+            return z, spike_slab_log_ratio(
+                z, active, mean, log_var, logits, float(self.alpha)
+            )
+        log_p = pseudo_input_log_prior(z, active, self.module_.prior_parts())
+        return z, log_p - spike_slab_log_density(z, active, mean, log_var, logits)

@@ -105,6 +105,7 @@ ESTIMATORS = [
     BetaVAE(**TINY),
     SparseVAE(**TINY),
     VSC(**TINY),
+    VSC(prior="pseudo_inputs", n_pseudo_inputs=3, **TINY),
     OIVAE(**TINY),
 ]
 
