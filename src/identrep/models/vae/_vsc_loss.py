@@ -168,9 +168,13 @@ def prior_sparsity_penalty(prior_logits: Tensor, alpha: float) -> Tensor:
     """``K KL(Bern(pi_bar) || Bern(alpha))``: pi_bar is the pseudo-input prior's
     average spike probability (over components and latents), K the latent count
     (the VSC authors' weight; scalar Tensor)."""
-    pi_bar = torch.sigmoid(prior_logits).mean()
-    kl = torch.xlogy(pi_bar, pi_bar / alpha) + torch.xlogy(
-        1.0 - pi_bar, (1.0 - pi_bar) / (1.0 - alpha)
+    # log pi_bar and log(1 - pi_bar) from log-sigmoids: finite values and
+    # gradients however saturated the logits (sigmoid(-200) is 0 in float32).
+    log_n = math.log(prior_logits.numel())
+    log_on = torch.logsumexp(F.logsigmoid(prior_logits).flatten(), 0) - log_n
+    log_off = torch.logsumexp(F.logsigmoid(-prior_logits).flatten(), 0) - log_n
+    kl = log_on.exp() * (log_on - math.log(alpha)) + log_off.exp() * (
+        log_off - math.log1p(-alpha)
     )
     return prior_logits.shape[-1] * kl
 

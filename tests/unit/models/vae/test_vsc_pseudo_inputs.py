@@ -14,6 +14,7 @@ import torch
 from identrep.exceptions import InvalidParameterError
 from identrep.models.vae import VSC
 from identrep.models.vae._vsc_loss import (
+    prior_sparsity_penalty,
     pseudo_input_kl,
     pseudo_input_log_prior,
     spike_slab_kl,
@@ -173,3 +174,22 @@ def test_sparsity_penalty_pulls_the_prior_spike_rate_to_alpha(X):
 def test_bad_prior_parameters_are_refused(X, params):
     with pytest.raises(InvalidParameterError, match=list(params)[-1]):
         VSC(**TINY, **params).fit(X)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_sparsity_penalty_is_the_bernoulli_kl_and_stays_finite(dtype):
+    logits = torch.tensor([[-1.0, 0.5], [2.0, -0.3]], dtype=dtype)
+    pi = torch.sigmoid(logits).mean()
+    alpha = 0.1
+    expected = 2 * (
+        pi * torch.log(pi / alpha) + (1 - pi) * torch.log((1 - pi) / (1 - alpha))
+    )
+    torch.testing.assert_close(prior_sparsity_penalty(logits, alpha), expected)
+    # Saturated logits (sigmoid underflows to 0 in float32): the penalty is
+    # K log(1 / (1 - alpha)) and its gradient finite (a NaN here once stopped a
+    # Table 2 fit in epoch 5).
+    sat = torch.full((3, 2), -200.0, dtype=dtype, requires_grad=True)
+    value = prior_sparsity_penalty(sat, alpha)
+    value.backward()
+    assert torch.isfinite(sat.grad).all()
+    assert abs(value.item() - 2 * -math.log1p(-alpha)) < 1e-6
