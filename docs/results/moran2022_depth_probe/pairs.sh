@@ -14,3 +14,13 @@ pair docs/results/moran2022_table1b --against SVAE_KL1overK $D/table1b_svae_kl1o
 pair docs/results/moran2022_table1b --against VAE $D/table1b_vae_3layers.txt
 pair docs/results/moran2022_table2_e50 --against VAE_KL1overK $D/table2_vae_kl1overk_3layers.txt
 pair docs/results/moran2022_table2_e50 --against SVAE_KL1overK $D/table2_svae_kl1overk_3layers.txt
+# Table 1a (stop 34): the pair at three layers, each refit against its stored row (NLL, then same-rows Recall@5 and NDCG@10 x100)
+pair $D/table1a_vae_kl1overk_3layers.txt --against VAE_KL1overK $D/table1a_svae_kl1overk_3layers.txt
+pair docs/results/moran2022_table1a --against VAE_KL1overK $D/table1a_vae_kl1overk_3layers.txt
+pair docs/results/moran2022_table1a --against SVAE_KL1overK $D/table1a_svae_kl1overk_3layers.txt
+for m in recall_at_5_same_rows ndcg_at_10_same_rows; do
+  pair $D/table1a_vae_kl1overk_3layers.txt --against VAE_KL1overK --metric $m --scale 100 $D/table1a_svae_kl1overk_3layers.txt
+done
+# Table 1b at KL 1 (stop 34): the Sparse VAE at three layers against the VAE at three layers, and against its stored two-layer row
+pair $D/table1b_vae_3layers.txt --against VAE $D/table1b_svae_3layers.txt
+pair docs/results/moran2022_table1b --against SparseVAE $D/table1b_svae_3layers.txt
