@@ -52,8 +52,8 @@ __all__ = [
     "pseudo_input_log_prior",
     "spike_slab_kl",
     "spike_slab_log_density",
-    "spike_slab_pair_kl",
     "spike_slab_log_ratio",
+    "spike_slab_pair_kl",
     "spike_slab_sample",
     "vsc_loss",
 ]
