@@ -120,7 +120,9 @@ def main() -> None:
                     f" p>0.5={np.mean(p > 0.5):.3f}"
                     f" latents_used={int(np.sum((p > 0.5).any(axis=0)))}"
                 )
-            label = text + (" features=slab_mean" if args.slab_mean else "")
+            label = " ".join(
+                t for t in (text, "features=slab_mean" * args.slab_mean) if t
+            )
             print(
                 f"{args.table} {config.describe()} {args.model} "
                 f"variant=[{label}] {cells} cpu_s={time.process_time() - t0:.1f}",

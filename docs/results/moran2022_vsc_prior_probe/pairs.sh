@@ -21,3 +21,7 @@ pair docs/results/moran2022_table2_e50 --against VAE_KL1overK $D/table2_vsc.txt 
 pair docs/results/moran2022_table4 --against VAE_KL1overK --metric accuracy --scale 100 $D/table4_vsc.txt $D/table4_vsc_kl1overk.txt
 # the port's whole VSC on Table 4 (alpha 0.01, c 10, no warm-up, penalty weight G / K = 558 / 15), KL weight 1
 pair docs/results/moran2022_table4 --against VSC --metric accuracy --scale 100 $D/table4_vsc_port.txt
+# Table 4 with VSC's features from the slab mean mu (--slab-mean; the authors' evaluator's codes), fixed and pseudo-input prior
+pair docs/results/moran2022_table4 --against VSC --metric accuracy --scale 100 $D/table4_vsc_slab_mean.txt
+pair docs/results/moran2022_table4 --against VAE_KL1overK --metric accuracy --scale 100 $D/table4_vsc_slab_mean.txt
+pair docs/results/moran2022_table4 --against VSC_KL1overK --metric accuracy --scale 100 $D/table4_vsc_kl1overk_slab_mean.txt
