@@ -24,3 +24,7 @@ done
 # Table 1b at KL 1 (stop 34): the Sparse VAE at three layers against the VAE at three layers, and against its stored two-layer row
 pair $D/table1b_vae_3layers.txt --against VAE $D/table1b_svae_3layers.txt
 pair docs/results/moran2022_table1b --against SparseVAE $D/table1b_svae_3layers.txt
+# Table 4 (stop 34): the KL-1/K pair at three layers (accuracy x100), each refit against its stored row
+pair $D/table4_vae_kl1overk_3layers.txt --against VAE_KL1overK --metric accuracy --scale 100 $D/table4_svae_kl1overk_3layers.txt
+pair docs/results/moran2022_table4 --against VAE_KL1overK --metric accuracy --scale 100 $D/table4_vae_kl1overk_3layers.txt
+pair docs/results/moran2022_table4 --against SVAE_KL1overK --metric accuracy --scale 100 $D/table4_svae_kl1overk_3layers.txt
