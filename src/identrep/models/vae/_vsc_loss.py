@@ -218,6 +218,30 @@ def spike_slab_sample(
     return slab * selector
 
 
+def spike_slab_log_density(
+    z: Tensor, active: Tensor, mean: Tensor, log_var: Tensor, spike_logits: Tensor
+) -> Tensor:
+    """Log-density of a spike-and-slab draw (Lebesgue measure plus the atom at
+    0), summed over the last dimension (arguments broadcast).
+
+    Parameters
+    ----------
+    z : Tensor of shape (..., n_latents)
+    active : Tensor of bool, z's shape
+        Which latents are in the slab.
+    mean, log_var, spike_logits : Tensor broadcastable to z's shape
+
+    Returns
+    -------
+    Tensor of shape (...)
+    """
+    log_n = -0.5 * (
+        math.log(2 * math.pi) + log_var + (z - mean).square() * torch.exp(-log_var)
+    )
+    on = F.logsigmoid(spike_logits) + log_n
+    return torch.where(active, on, F.logsigmoid(-spike_logits)).sum(-1)
+
+
 def spike_slab_log_ratio(
     z: Tensor,
     active: Tensor,
@@ -243,38 +267,9 @@ def spike_slab_log_ratio(
     -------
     Tensor of shape (...)
     """
-    log_g, log_1mg = F.logsigmoid(spike_logits), F.logsigmoid(-spike_logits)
-    log_n0 = -0.5 * (math.log(2 * math.pi) + z.square())
-    log_nq = -0.5 * (
-        math.log(2 * math.pi) + log_var + (z - mean).square() * torch.exp(-log_var)
-    )
-    on = math.log(alpha) + log_n0 - log_g - log_nq
-    off = math.log1p(-alpha) - log_1mg
-    return torch.where(active, on, off).sum(-1)
-
-
-def spike_slab_log_density(
-    z: Tensor, active: Tensor, mean: Tensor, log_var: Tensor, spike_logits: Tensor
-) -> Tensor:
-    """Log-density of a spike-and-slab draw (Lebesgue measure plus the atom at
-    0), summed over the last dimension (arguments broadcast).
-
-    Parameters
-    ----------
-    z : Tensor of shape (..., n_latents)
-    active : Tensor of bool, z's shape
-        Which latents are in the slab.
-    mean, log_var, spike_logits : Tensor broadcastable to z's shape
-
-    Returns
-    -------
-    Tensor of shape (...)
-    """
-    log_n = -0.5 * (
-        math.log(2 * math.pi) + log_var + (z - mean).square() * torch.exp(-log_var)
-    )
-    on = F.logsigmoid(spike_logits) + log_n
-    return torch.where(active, on, F.logsigmoid(-spike_logits)).sum(-1)
+    on = math.log(alpha) - 0.5 * (math.log(2 * math.pi) + z.square())
+    log_p = torch.where(active, on, math.log1p(-alpha)).sum(-1)
+    return log_p - spike_slab_log_density(z, active, mean, log_var, spike_logits)
 
 
 def pseudo_input_log_prior(
@@ -342,7 +337,7 @@ def vsc_loss(
     target = module.target(batch.x).to(out.dtype)
     rec = observation_log_prob(module.likelihood, target, out, module.log_var)
     penalty = 0.0
-    if getattr(module, "n_pseudo_inputs", 0) > 0:
+    if module.n_pseudo_inputs > 0:
         prior = module.prior_parts()
         sel = module.selector_logits(batch.x)
         kl = pseudo_input_kl(mean, log_var, logits, prior, sel)
