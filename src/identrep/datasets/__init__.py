@@ -33,9 +33,10 @@ from identrep.datasets.text import (
     load_ml_abstracts,
     make_topic_shift,
 )
-from identrep.datasets.zeisel import ZeiselData, load_zeisel
+from identrep.datasets.zeisel import MAJOR_CLASS_NAMES, ZeiselData, load_zeisel
 
 __all__ = [
+    "MAJOR_CLASS_NAMES",
     "SHAPES_FACTORS",
     "BagOfWords",
     "MoleculeData",

@@ -31,6 +31,7 @@ import pandas as pd
 from identrep.exceptions import DataError
 
 __all__ = [
+    "MAJOR_CLASS_NAMES",
     "ZEISEL_N_GENES",
     "ZeiselData",
     "load_zeisel",
@@ -40,6 +41,24 @@ __all__ = [
 #: Genes kept by the paper (the top 558 by standard deviation, as scVI's CORTEX).
 ZEISEL_N_GENES = 558
 _PACKED = "zeisel2015_top558.npz"
+#: Zeisel et al.'s nine major classes (their Fig. 1). The source's level-1 labels
+#: merge astrocytes with ependymal cells and endothelial with mural cells; the
+#: level-2 labels place those cells apart, except 80 whose level-2 label is "(none)".
+MAJOR_CLASS_NAMES = (
+    "astrocytes",
+    "ependymal",
+    "endothelial",
+    "mural",
+    "interneurons",
+    "microglia",
+    "oligodendrocytes",
+    "pyramidal CA1",
+    "pyramidal SS",
+)
+#: Level-2 codes (0-based, the order of the source's codes) of the two merged
+#: level-1 classes -> major class: Astro1, Astro2; Choroid, Epend; Vend1, Vend2;
+#: Peric, Vsmc. Code 0 is "(none)".
+_SPLIT_SUBTYPES = {1: 0, 2: 0, 7: 1, 9: 1, 45: 2, 46: 2, 34: 3, 47: 3}
 
 
 @dataclass(frozen=True)
@@ -61,6 +80,9 @@ class ZeiselData:
         Level-2 class code (48 classes).
     gene_index : ndarray of shape (n_genes,)
         Columns of the source's 4,000 genes that were kept (by decreasing std).
+    major_class : ndarray of shape (3005,), int64
+        Zeisel et al.'s nine major classes (:data:`MAJOR_CLASS_NAMES`; -1: not
+        placed), derived from the two levels; a property.
     """
 
     X: np.ndarray
@@ -69,6 +91,26 @@ class ZeiselData:
     cell_type_names: tuple[str, ...]
     subtype: np.ndarray
     gene_index: np.ndarray
+
+    @property
+    def major_class(self) -> np.ndarray:
+        """Zeisel et al.'s nine major classes (codes into
+        :data:`MAJOR_CLASS_NAMES`), -1 for the 80 cells of the two merged level-1
+        classes whose level-2 label does not place them."""
+        merged = {"astrocytes_ependymal", "endothelial-mural"}
+        out = np.full(len(self.cell_type), -1, dtype=np.int64)
+        for code, name in enumerate(self.cell_type_names):
+            rows = self.cell_type == code
+            if name in merged:
+                sub = self.subtype[rows]
+                out[rows] = [_SPLIT_SUBTYPES.get(int(c), -1) for c in sub]
+            elif name in MAJOR_CLASS_NAMES:
+                out[rows] = MAJOR_CLASS_NAMES.index(name)
+            else:
+                raise DataError(
+                    f"major_class needs Zeisel et al.'s level-1 classes; got {name!r}."
+                )
+        return out
 
 
 def _tie_mean(sorted_rows: np.ndarray, values: np.ndarray, cum: np.ndarray):

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from identrep.datasets import load_zeisel
+from identrep.datasets import MAJOR_CLASS_NAMES, load_zeisel
 from identrep.datasets.zeisel import _read_packed, pack_zeisel, quantile_normalize
 from identrep.exceptions import DataError
 
@@ -63,6 +63,37 @@ def test_shipped_file_has_the_published_cells_and_types():
     assert np.isfinite(data.X).all() and data.X.min() >= 0
 
 
+def test_major_classes_split_the_two_merged_level1_classes():
+    data = load_zeisel()
+    major = data.major_class
+    sizes = {
+        name: int(np.sum(major == code)) for code, name in enumerate(MAJOR_CLASS_NAMES)
+    }
+    # level-2 labels: Astro1 68 + Astro2 61; Choroid 10 + Epend 20; Vend1 32 +
+    # Vend2 105; Peric 21 + Vsmc 62; the other classes as at level 1
+    assert sizes == {
+        "astrocytes": 129,
+        "ependymal": 30,
+        "endothelial": 137,
+        "mural": 83,
+        "interneurons": 290,
+        "microglia": 98,
+        "oligodendrocytes": 820,
+        "pyramidal CA1": 939,
+        "pyramidal SS": 399,
+    }
+    # the 80 unplaced cells (level-2 "(none)") come from the two merged classes
+    names = np.asarray(data.cell_type_names)[data.cell_type[major == -1]]
+    assert sorted(set(names)) == ["astrocytes_ependymal", "endothelial-mural"]
+    assert len(names) == 80
+    # every placed cell keeps its level-1 class
+    merged = {"astrocytes": "astrocytes_ependymal", "ependymal": "astrocytes_ependymal"}
+    merged |= {"endothelial": "endothelial-mural", "mural": "endothelial-mural"}
+    for code, name in enumerate(MAJOR_CLASS_NAMES):
+        level1 = set(np.asarray(data.cell_type_names)[data.cell_type[major == code]])
+        assert level1 == {merged.get(name, name)}
+
+
 def _fake_source(folder, seed=0):
     rng = np.random.default_rng(seed)
     counts = rng.negative_binomial(2, 0.4, size=(30, 50)).astype(np.uint16)
@@ -99,6 +130,8 @@ def test_pack_then_read_equals_preprocessing_the_source(tmp_path):
     np.testing.assert_array_equal(packed.X, direct.X)
     np.testing.assert_array_equal(packed.counts, direct.counts)
     assert packed.cell_type_names == ("a", "b", "c")
+    with pytest.raises(DataError, match="major_class needs Zeisel.*got 'a'"):
+        _ = packed.major_class
 
 
 def test_bad_arguments(tmp_path):

