@@ -93,7 +93,9 @@ def features(args) -> None:
     captured = {}
 
     def capture(Z_train, y_train, Z_test, y_test):
-        captured.update(Z_train=Z_train, Z_test=Z_test)
+        # the study's first call scores all cells (its 9-class call follows)
+        if not captured:
+            captured.update(Z_train=Z_train, Z_test=Z_test)
         return default_accuracy(Z_train, y_train, Z_test, y_test)
 
     default_accuracy = t4.cell_type_accuracy
@@ -114,6 +116,7 @@ def features(args) -> None:
                 rows = mo.subsample(len(data.X), config.n_rows, seed)
                 train, test = mo.split_rows(len(rows), seed)
                 t0 = time.process_time()
+                captured.clear()
                 t4.cell_type_accuracy = capture
                 try:
                     rec = study.fits[model](config, split, config.model_seed())
@@ -172,7 +175,8 @@ def score(args) -> None:
     for f in files:
         if f.name.endswith(".tmp.npz"):
             continue
-        rule, model, split = f.stem.rsplit("_", 2)[0], *f.stem.rsplit("_", 2)[1:]
+        rule = next(r for r in GENE_RULES if f.stem.startswith(r + "_"))
+        model, split = f.stem[len(rule) + 1 :].rsplit("_split", 1)
         groups.setdefault((rule, model), []).append((split, f))
     print("accuracy x100, mean ± std over splits; in brackets the mean ± std of the")
     print("per-split difference to the study's classifier (standardised C=1)\n")
