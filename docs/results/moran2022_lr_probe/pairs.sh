@@ -11,7 +11,7 @@ for row in VAE:vae VAE_KL1overK:vae_kl1overk SparseVAE:svae SVAE_KL1overK:svae_k
   [ -f $f ] && pair docs/results/moran2022_table4 --against ${row%%:*} --metric accuracy --scale 100 $f
 done
 for t in table1b table1a; do
-  for row in VAE:vae VAE_KL1overK:vae_kl1overk SVAE_KL1overK:svae_kl1overk; do
+  for row in VAE:vae VAE_KL1overK:vae_kl1overk SparseVAE:svae SVAE_KL1overK:svae_kl1overk; do
     f=$D/${t}_${row#*:}_lr1e-2.txt
     [ -f $f ] && pair docs/results/moran2022_$t --against ${row%%:*} --metric nll $f
   done
@@ -20,5 +20,6 @@ done
 pair $D/table4_vae_kl1overk_lr1e-2.txt --against VAE_KL1overK --metric accuracy --scale 100 $D/table4_svae_kl1overk_lr1e-2.txt
 pair $D/table4_vae_lr1e-2.txt --against VAE --metric accuracy --scale 100 $D/table4_svae_lr1e-2.txt
 pair $D/table1b_vae_kl1overk_lr1e-2.txt --against VAE_KL1overK --metric nll $D/table1b_svae_kl1overk_lr1e-2.txt
+pair $D/table1b_vae_lr1e-2.txt --against VAE --metric nll $D/table1b_svae_lr1e-2.txt
 [ -s $D/table1a_svae_kl1overk_lr1e-2.txt ] && pair $D/table1a_vae_kl1overk_lr1e-2.txt --against VAE_KL1overK --metric nll $D/table1a_svae_kl1overk_lr1e-2.txt
 true
