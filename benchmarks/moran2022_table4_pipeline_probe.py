@@ -45,7 +45,6 @@ from pathlib import Path
 import numpy as np
 
 from identrep.experiments import get_study
-from identrep.experiments.studies import _moran2022 as mo
 from identrep.experiments.studies import moran2022_table4 as t4
 
 N_GENES = 558
@@ -99,11 +98,10 @@ def features(args) -> None:
         return default_accuracy(Z_train, y_train, Z_test, y_test)
 
     default_accuracy = t4.cell_type_accuracy
+    ours = gene_data(GENE_RULES[0]).gene_index
     for rule in args.genes:
         data = gene_data(rule)
         t4._zeisel = lambda data=data: data
-        nine = data.major_class  # Zeisel's nine major classes, -1: not placed
-        ours = gene_data(GENE_RULES[0]).gene_index
         overlap = len(np.intersect1d(data.gene_index, ours))
         for model in args.models:
             configs = [
@@ -112,9 +110,7 @@ def features(args) -> None:
                 if c.seed in args.splits
             ]
             for config in configs:
-                split, seed = study.make_data(config)
-                rows = mo.subsample(len(data.X), config.n_rows, seed)
-                train, test = mo.split_rows(len(rows), seed)
+                split, _ = study.make_data(config)
                 t0 = time.process_time()
                 captured.clear()
                 t4.cell_type_accuracy = capture
@@ -130,8 +126,9 @@ def features(args) -> None:
                     Z_test=captured["Z_test"],
                     y_train=split.y_train,
                     y_test=split.y_test,
-                    nine_train=nine[rows[train]],
-                    nine_test=nine[rows[test]],
+                    # Zeisel's nine major classes, -1: not placed
+                    nine_train=split.info["major_train"],
+                    nine_test=split.info["major_test"],
                 )
                 tmp.replace(path)
                 print(

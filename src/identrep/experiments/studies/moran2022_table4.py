@@ -106,7 +106,7 @@ def fit(config: mo.MoranConfig, split: mo.Split, model_seed: int, artifacts=None
     return {
         "accuracy": acc,
         "accuracy_major9": acc9,
-        "n_test_major9": int(np.sum(te >= 0)),
+        "n_test_major9": int(placed_te.sum()),
         "n_train": int(len(split.y_train)),
         "n_test": int(len(split.y_test)),
         "score_seconds": time.perf_counter() - t0,
