@@ -34,6 +34,7 @@ from identrep.exceptions import DataError
 __all__ = [
     "ML_ABSTRACTS_FILE",
     "TOPIC_SHIFTS",
+    "TEST_FACTORS",
     "DEFAULT_VENUES",
     "BagOfWords",
     "TopicShiftData",
@@ -54,6 +55,10 @@ DEFAULT_VENUES = ("ICLR", "NeurIPS")
 #: the smaller sigma, the more the replaced factors copy the first half, the
 #: more the training factors differ from the test factors.
 TOPIC_SHIFTS = {"high": 0.5, "medium": 1.0, "low": 3.0}
+#: ``test_factors`` of :func:`make_topic_shift`: "original" (the test documents
+#: keep LDA's theta, the paper's Appendix C.1) or "resampled" (a second,
+#: independent draw of the shifted factors, the authors' generating notebook).
+TEST_FACTORS = ("original", "resampled")
 
 _TOKEN = r"(?u)\b[a-zA-Z][a-zA-Z]+\b"
 
@@ -217,8 +222,10 @@ class TopicShiftData:
         Rounded expected counts ``n_d * theta_d @ topics`` (rows that round to
         all zeros are dropped; see ``train_rows``, ``test_rows``).
     theta_train, theta_test : ndarray of shape (n_documents, n_topics)
-        Topic proportions: the test ones are LDA's; in the training ones the
-        last ``n_topics // 2`` columns are replaced by noisy copies of the first.
+        Topic proportions: in the training ones the last ``n_topics // 2``
+        columns are replaced by noisy copies of the first; the test ones are
+        LDA's (``test_factors="original"``) or a second such draw
+        (``"resampled"``).
     topics : ndarray of shape (n_topics, n_words)
         LDA's topics, rows normalised (the paper's loadings beta).
     train_rows, test_rows : ndarray of int
@@ -276,6 +283,7 @@ def make_topic_shift(
     topics=None,
     random_state: Seed = None,
     lda_random_state: Seed = 0,
+    test_factors: str = "original",
 ) -> TopicShiftData:
     """Semi-synthetic bag of words with a train/test shift in the factors'
     correlations (Moran et al., 2022, Appendix C.1; Table 2).
@@ -287,6 +295,13 @@ def make_topic_shift(
     that they are correlated with the first half; the test factors are theta.
     Each document's counts are its expected counts ``n_d * theta_d @ beta``,
     rounded (``n_d`` its word total).
+
+    The authors' generating notebook (gemoran/sparse-vae-code,
+    ``generate_peerread_small_semi_synthetic.ipynb``), in the cell that uses
+    the paper's sigmas 0.5, 1 and 3, draws the test factors a second time
+    with the same sigma instead, for the same documents:
+    ``test_factors="resampled"``. Train and test then share a distribution and
+    differ by the noise draw only.
 
     Parameters
     ----------
@@ -302,6 +317,10 @@ def make_topic_shift(
         Seeds the noise eps (one draw per semi-synthetic data set).
     lda_random_state : int, Generator or None, default=0
         Seeds LDA.
+    test_factors : {"original", "resampled"}, default="original"
+        The test documents' factors: LDA's theta (the paper's text) or a second
+        draw of the shifted factors (the authors' notebook), drawn after the
+        training draw from the same ``random_state``.
 
     Returns
     -------
@@ -309,6 +328,10 @@ def make_topic_shift(
     """
     if shift not in TOPIC_SHIFTS:
         raise ValueError(f"shift must be one of {tuple(TOPIC_SHIFTS)}; got {shift!r}.")
+    if test_factors not in TEST_FACTORS:
+        raise ValueError(
+            f"test_factors must be one of {TEST_FACTORS}; got {test_factors!r}."
+        )
     if not isinstance(n_topics, (int, np.integer)) or n_topics < 2:
         raise ValueError(f"n_topics must be an integer >= 2; got {n_topics!r}.")
     X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.asarray(X, float)
@@ -329,14 +352,18 @@ def make_topic_shift(
     sigma = TOPIC_SHIFTS[shift]
     rng = np.random.default_rng(random_state)
     theta_train = shift_factors(theta, sigma, rng)
+    if test_factors == "resampled":
+        theta_test = shift_factors(theta, sigma, rng)
+    else:
+        theta_test = theta
     n_words = np.asarray(X.sum(axis=1)).ravel()
     X_train, train_rows = _expected_counts(theta_train, beta, n_words)
-    X_test, test_rows = _expected_counts(theta, beta, n_words)
+    X_test, test_rows = _expected_counts(theta_test, beta, n_words)
     return TopicShiftData(
         X_train=X_train,
         X_test=X_test,
         theta_train=theta_train,
-        theta_test=theta,
+        theta_test=theta_test,
         topics=beta,
         train_rows=train_rows,
         test_rows=test_rows,

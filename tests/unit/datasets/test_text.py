@@ -121,3 +121,31 @@ def test_make_topic_shift_end_to_end(seed):
         make_topic_shift(-np.ones((3, 3)), topics=topics)
     with pytest.raises(ValueError, match="topics must be"):
         make_topic_shift(bow.X, topics=(theta[:5], beta))
+
+
+def test_make_topic_shift_resampled_test_factors(seed):
+    """The authors' notebook: the test factors are a second, independent draw
+    of the shifted factors of the same documents."""
+    bow = bag_of_words(_abstracts(90, seed)["abstract"], min_df=1)
+    topics = fit_topics(bow.X, n_topics=4, random_state=0)
+    theta, beta = topics
+    kw = dict(topics=topics, random_state=seed)
+    orig = make_topic_shift(bow.X, "low", **kw)
+    d = make_topic_shift(bow.X, "low", test_factors="resampled", **kw)
+    # the training draw does not depend on how the test factors are made
+    np.testing.assert_array_equal(d.X_train, orig.X_train)
+    np.testing.assert_array_equal(d.theta_train, orig.theta_train)
+    # a second draw: not LDA's theta, not the training draw, but the same
+    # construction (first half proportional to theta's)
+    assert np.abs(d.theta_test - theta).max() > 0.1
+    assert np.abs(d.theta_test - d.theta_train).max() > 0.1
+    r = d.theta_test[:, :2] / theta[:, :2]
+    np.testing.assert_allclose(r[:, 0], r[:, 1], rtol=1e-10)
+    n = np.asarray(bow.X.sum(1)).ravel()
+    np.testing.assert_array_equal(
+        d.X_test, np.rint(n[d.test_rows, None] * (d.theta_test @ beta)[d.test_rows])
+    )
+    again = make_topic_shift(bow.X, "low", test_factors="resampled", **kw)
+    np.testing.assert_array_equal(again.X_test, d.X_test)
+    with pytest.raises(ValueError, match="test_factors must be one of"):
+        make_topic_shift(bow.X, "low", test_factors="shifted", **kw)

@@ -102,12 +102,23 @@ class ReconstructMixin:
             return torch.sigmoid(out.double()).cpu().numpy(), None
         return torch.softmax(out.double(), dim=-1).cpu().numpy(), None
 
-    def reconstruct(self, X) -> np.ndarray:
-        """The decoder's mean at the posterior mean of z, for every row of ``X``.
+    def reconstruct(
+        self, X, *, sample: bool = False, random_state: int = 0
+    ) -> np.ndarray:
+        """The decoder's mean at the posterior mean of z (or at one draw from
+        q(z | x)), for every row of ``X``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features_in_)
+        sample : bool, default=False
+            Decode one draw of z from q(z | x) per row instead of its mean (the
+            Sparse VAE authors' held-out MSE in their Figure 3a, a forward pass
+            of the model); needs ``_posterior_draws`` (every
+            :class:`HeldoutNLLMixin` estimator).
+        random_state : int, default=0
+            Seed of the draws when ``sample`` (the same seed gives the same
+            reconstruction).
 
         Returns
         -------
@@ -124,12 +135,21 @@ class ReconstructMixin:
         DataError
             A feature-count mismatch or non-finite values.
         """
+        if sample and not hasattr(self, "_posterior_draws"):
+            raise InvalidParameterError(
+                f"{type(self).__name__}.reconstruct cannot sample z: it has no "
+                "posterior draws; use sample=False."
+            )
         Xc, _, _ = self._check_transform_data(X, None, None)
         parts = []
-        with torch.no_grad():
+        with torch.no_grad(), seeded(random_state):
             for s in range(0, Xc.shape[0], _ROWS):
                 x = self._tensor(_dense(Xc[s : s + _ROWS]), self._x_dtype())
-                out, log_var = _decode(self.module_, self._encode_mean(x))
+                if sample:
+                    z = self._posterior_draws(x, 1)[0][0]
+                else:
+                    z = self._encode_mean(x)
+                out, log_var = _decode(self.module_, z)
                 parts.append(self._raw_params(out, log_var)[0])
         return np.concatenate(parts)
 

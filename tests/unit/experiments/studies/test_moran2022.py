@@ -540,3 +540,50 @@ def test_lr_schedule_flag_reaches_the_grid(capsys):
     assert svae.run_id not in listed
     with pytest.raises(SystemExit):
         main([*argv, "--lr-schedule", "step"])
+
+
+def test_table2_test_documents_held_out_same_or_resampled(tmp_path, monkeypatch):
+    """--test-docs: the paper's text (held-out abstracts, LDA's factors), the
+    authors' data files (every abstract in training and test) and the
+    notebook's resampled test factors; each its own source, so never pooled."""
+    import identrep.experiments.studies.moran2022_table2 as t2
+
+    corpus = _fake_corpus()
+    monkeypatch.setattr(t2, "load_abstracts", lambda: corpus)
+    t2._topics.cache_clear()
+    study = get_study("moran2022_table2")
+    assert {c.source for c in study.grid()} == {""}
+    same = study.grid(test_docs="same", models=["NMF"])
+    assert len(same) == 15 and {c.source for c in same} == {"same"}
+    with pytest.raises(ValueError, match="--test-docs must be one of"):
+        study.grid(test_docs="all")
+    with pytest.raises(ValueError, match="source must be one of"):
+        t2.make_data(_tiny("NMF", "moran2022_table2", sigma_pct=50, source="x"))
+    splits = {}
+    for source in ("", "same", "resampled"):
+        cfg = _tiny("NMF", "moran2022_table2", sigma_pct=300, source=source)
+        splits[source], _ = t2.make_data(cfg)
+    held = splits[""]
+    n_docs = corpus.X.shape[0]
+    assert held.X_train.shape[0] + held.X_test.shape[0] <= n_docs
+    assert held.X_test.shape[0] < n_docs // 3
+    for source in ("same", "resampled"):
+        assert splits[source].X_train.shape[0] == splits[source].X_test.shape[0]
+        assert splits[source].X_test.shape[0] == n_docs  # 60 words: none empty
+        assert splits[source].info["test_docs"] == source
+    # "same" tests on LDA's factors: the held-out split's test rows are a
+    # subset of its test documents
+    X_same = splits["same"].X_test
+    rows = {tuple(r) for r in np.asarray(X_same)}
+    assert all(tuple(r) in rows for r in np.asarray(held.X_test))
+    assert not np.array_equal(splits["resampled"].X_test, X_same)
+    held_cfg, same_cfg = (
+        _tiny("NMF", "moran2022_table2", sigma_pct=300, source=s) for s in ("", "same")
+    )
+    (rec,) = run_sweep([same_cfg], tmp_path, progress=False)
+    assert rec["metrics"]["n_test"] == n_docs and rec["config"]["source"] == "same"
+    # a folder holds one protocol: held-out runs are refused beside "same" ones
+    with pytest.raises(ValueError, match="source"):
+        run_sweep([held_cfg], tmp_path, progress=False)
+    df, text = write_report(tmp_path)
+    assert len(df) == 1 and "abstracts), test documents: same\n" in text
