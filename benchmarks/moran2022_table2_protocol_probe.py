@@ -17,7 +17,15 @@ abstracts (the study's ``n_rows``), to see whether the VAE's distance to NMF
 shrinks as the corpus grows (the paper's PeerRead has 11,777 abstracts, ours
 4,829).
 
+``low-sigma``: the low-shift column at another sigma (``--low-sigma``, default 2:
+the notebook cell whose test counts come from LDA's factors uses 0.5, 1, 2; the
+study's 3 is the other cell's), same noise draws.
+
 Each fit prints: variant, model, sigma_pct, split, training rows, NLL, CPU s.
+``pairs FILE --against FOLDER`` pairs those lines with the same model, shift and
+split of a results folder: mean ± std over splits of each, and of the per-split
+difference (probe − stored, std with ddof 1) with the splits where the probe is
+lower.
 
 Usage (data home with ml_abstracts; LDA about 60 s per corpus size)::
 
@@ -26,6 +34,8 @@ Usage (data home with ml_abstracts; LDA about 60 s per corpus size)::
         --models VAE VAE_KL1overK --splits 0
     ... moran2022_table2_protocol_probe.py size --sizes 1200 2400 \\
         --models NMF VAE VAE_KL1overK --splits 0 1 --sigma-pct 50 --test-docs same
+    ... moran2022_table2_protocol_probe.py pairs input.txt \\
+        --against docs/results/moran2022_table2_e50
 """
 
 from __future__ import annotations
@@ -33,7 +43,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+from collections import defaultdict
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import torch
 from torch import nn
 
@@ -79,16 +93,53 @@ def run(configs, label):
         )
 
 
+def pairs(path, folder):
+    stored = pd.read_csv(Path(folder) / "results.csv")
+    nll = {
+        (r.model, int(r.sigma_pct), int(r.seed)): float(r.nll)
+        for r in stored.itertuples()
+    }
+    groups = defaultdict(list)
+    for line in Path(path).read_text().splitlines():
+        parts = line.split()
+        if len(parts) != 7:
+            continue
+        label, model, sigma, split, _, value, _ = parts
+        key = (model, int(sigma), int(split))
+        if key in nll:
+            groups[(label, model, int(sigma))].append((float(value), nll[key]))
+    print(
+        "variant | model | sigma_pct | splits | probe | stored | probe - stored | lower"
+    )
+    for (label, model, sigma), rows in sorted(groups.items()):
+        a, b = np.array(rows).T
+        d = a - b
+        sd = d.std(ddof=1) if len(d) > 1 else float("nan")
+        print(
+            f"{label} | {model} | {sigma} | {len(d)} | {a.mean():.2f} ± {a.std():.2f}"
+            f" | {b.mean():.2f} ± {b.std():.2f} | {d.mean():+.2f} ± {sd:.2f}"
+            f" | {(d < 0).sum()}/{len(d)}"
+        )
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("input", "size"))
+    ap.add_argument("what", choices=("input", "size", "low-sigma", "pairs"))
+    ap.add_argument("file", nargs="?", help="pairs: the probe's output")
+    ap.add_argument("--against", help="pairs: a results folder of Table 2")
     ap.add_argument("--models", nargs="+", default=["VAE", "VAE_KL1overK"])
     ap.add_argument("--splits", nargs="+", type=int, default=[0])
     ap.add_argument("--sigma-pct", nargs="+", type=int, default=[50, 100, 300])
     ap.add_argument("--sizes", nargs="+", type=int, default=[1200, 2400])
     ap.add_argument("--test-docs", default="heldout", choices=tuple(t2.TEST_SOURCES))
     ap.add_argument("--epochs", type=int, default=50)
+    ap.add_argument("--low-sigma", type=float, default=2.0)
     args = ap.parse_args()
+    if args.what == "pairs":
+        if not (args.file and args.against):
+            ap.error("pairs needs the probe's output file and --against FOLDER")
+        pairs(args.file, args.against)
+        return
     grid = [
         c
         for c in t2.grid(
@@ -99,6 +150,12 @@ def main():
         )
         if c.seed in args.splits and c.sigma_pct in args.sigma_pct
     ]
+    if args.what == "low-sigma":
+        import identrep.datasets.text as text
+
+        text.TOPIC_SHIFTS["low"] = args.low_sigma
+        run([c for c in grid if c.sigma_pct == 300], f"low_sigma={args.low_sigma:g}")
+        return
     if args.what == "input":
         proportions_input()
         run(grid, "proportions")
