@@ -51,13 +51,16 @@ ML_ABSTRACTS_FILE = "openreview_ml_abstracts_2013_2019.csv.gz"
 DEFAULT_VENUES = ("ICLR", "NeurIPS")
 
 #: Shift level -> sigma, the noise sd on the log topic proportions of the
-#: replaced training factors (the authors' generating notebook uses 0.5, 1, 3):
-#: the smaller sigma, the more the replaced factors copy the first half, the
-#: more the training factors differ from the test factors.
+#: replaced training factors (the authors' generating notebook has 0.5, 1, 3 in
+#: the cell that resamples the test factors, 0.5, 1, 2 in the one that keeps
+#: LDA's; the paper's values are not legible in our copy): the smaller sigma,
+#: the more the replaced factors copy the first half, the more the training
+#: factors differ from the test factors.
 TOPIC_SHIFTS = {"high": 0.5, "medium": 1.0, "low": 3.0}
 #: ``test_factors`` of :func:`make_topic_shift`: "original" (the test documents
 #: keep LDA's theta, the paper's Appendix C.1) or "resampled" (a second,
-#: independent draw of the shifted factors, the authors' generating notebook).
+#: independent draw of the shifted factors, the last cell of the authors'
+#: generating notebook).
 TEST_FACTORS = ("original", "resampled")
 
 _TOKEN = r"(?u)\b[a-zA-Z][a-zA-Z]+\b"
@@ -297,9 +300,9 @@ def make_topic_shift(
     rounded (``n_d`` its word total).
 
     The authors' generating notebook (gemoran/sparse-vae-code,
-    ``generate_peerread_small_semi_synthetic.ipynb``), in the cell that uses
-    the paper's sigmas 0.5, 1 and 3, draws the test factors a second time
-    with the same sigma instead, for the same documents:
+    ``generate_peerread_small_semi_synthetic.ipynb``), in the cell whose
+    sigmas :data:`TOPIC_SHIFTS` takes (0.5, 1, 3), draws the test factors a
+    second time with the same sigma instead, for the same documents:
     ``test_factors="resampled"``. Train and test then share a distribution and
     differ by the noise draw only.
 

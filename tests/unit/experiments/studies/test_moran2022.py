@@ -587,3 +587,4 @@ def test_table2_test_documents_held_out_same_or_resampled(tmp_path, monkeypatch)
         run_sweep([held_cfg], tmp_path, progress=False)
     df, text = write_report(tmp_path)
     assert len(df) == 1 and "abstracts), test documents: same\n" in text
+    assert "(--test-docs same: every abstract in both" in text  # its own intro
