@@ -54,10 +54,10 @@ def grid(
     test_docs="heldout",
     **options,
 ):
-    """Three shifts x five semi-synthetic data sets (noise draw and 80/20 split of the
-    documents per seed; ``quick``: TABLE2_QUICK). ``test_docs``: "heldout",
-    "same" or "resampled" (:data:`TEST_SOURCES`). ``options``: ``n_latents``,
-    ``max_epochs`` and ``lr_schedule``
+    """Three shifts x five semi-synthetic data sets (noise draw per seed, and the
+    80/20 split of the documents for "heldout"; ``quick``: TABLE2_QUICK).
+    ``test_docs``: "heldout", "same" or "resampled" (:data:`TEST_SOURCES`).
+    ``options``: ``n_latents``, ``max_epochs`` and ``lr_schedule``
     (:func:`~identrep.experiments.studies._moran2022.table_settings`)."""
     if test_docs not in TEST_SOURCES:
         raise ValueError(
@@ -107,29 +107,25 @@ def make_data(config: mo.MoranConfig):
         )
     X, topics = _topics(config.n_rows)
     seed = derive_seed("data", *config.data_key())
-    if config.source:
-        # every document in training and in test (the authors' data files)
-        test = "resampled" if config.source == "resampled" else "original"
-        d = make_topic_shift(
-            X, shift, topics=topics, random_state=seed, test_factors=test
-        )
-        split = mo.Split(
-            X_train=d.X_train,
-            X_test=d.X_test,
-            names=load_abstracts().vocabulary,
-            info={"shift": shift, "test_docs": config.source},
-        )
-        return split, seed
-    d = make_topic_shift(X, shift, topics=topics, random_state=seed)
-    # the same documents are held out at every shift of a seed (only the shift
-    # differs between the three columns of the table)
-    split_seed = derive_seed("split", config.table, config.n_rows, config.seed)
-    train, test = mo.split_rows(X.shape[0], split_seed)
+    test_factors = "resampled" if config.source == "resampled" else "original"
+    d = make_topic_shift(
+        X, shift, topics=topics, random_state=seed, test_factors=test_factors
+    )
+    if config.source:  # every document in training and in test (the authors')
+        X_train, X_test = d.X_train, d.X_test
+    else:
+        # the same documents are held out at every shift of a seed (only the
+        # shift differs between the three columns of the table)
+        split_seed = derive_seed("split", config.table, config.n_rows, config.seed)
+        train, test = mo.split_rows(X.shape[0], split_seed)
+        X_train = d.X_train[np.isin(d.train_rows, train)]
+        X_test = d.X_test[np.isin(d.test_rows, test)]
+    test_docs = {v: k for k, v in TEST_SOURCES.items()}[config.source]
     split = mo.Split(
-        X_train=d.X_train[np.isin(d.train_rows, train)],
-        X_test=d.X_test[np.isin(d.test_rows, test)],
+        X_train=X_train,
+        X_test=X_test,
         names=load_abstracts().vocabulary,
-        info={"shift": shift},
+        info={"shift": shift, "test_docs": test_docs},
     )
     return split, seed
 

@@ -20,6 +20,7 @@ the categorical one omits the multinomial coefficient.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from numbers import Integral
 
@@ -114,8 +115,8 @@ class ReconstructMixin:
         sample : bool, default=False
             Decode one draw of z from q(z | x) per row instead of its mean (the
             Sparse VAE authors' held-out MSE in their Figure 3a, a forward pass
-            of the model); needs ``_posterior_draws`` (every
-            :class:`HeldoutNLLMixin` estimator).
+            of the model; the draws of :meth:`HeldoutNLLMixin._posterior_draws`,
+            which every estimator with this method has).
         random_state : int, default=0
             Seed of the draws when ``sample`` (the same seed gives the same
             reconstruction).
@@ -135,14 +136,10 @@ class ReconstructMixin:
         DataError
             A feature-count mismatch or non-finite values.
         """
-        if sample and not hasattr(self, "_posterior_draws"):
-            raise InvalidParameterError(
-                f"{type(self).__name__}.reconstruct cannot sample z: it has no "
-                "posterior draws; use sample=False."
-            )
         Xc, _, _ = self._check_transform_data(X, None, None)
         parts = []
-        with torch.no_grad(), seeded(random_state):
+        draws = seeded(random_state) if sample else contextlib.nullcontext()
+        with torch.no_grad(), draws:
             for s in range(0, Xc.shape[0], _ROWS):
                 x = self._tensor(_dense(Xc[s : s + _ROWS]), self._x_dtype())
                 if sample:
