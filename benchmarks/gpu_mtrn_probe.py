@@ -12,7 +12,14 @@ epoch (CPU close to or above wall: the host bounds the step) for:
   of 64 padded to their largest molecule, dense masked layers);
 * ``dense``: ``EGNNExtractor(path="dense")``, the whole batch padded to
   ``max_atoms``, dense masked layers, no data-dependent shapes (no host
-  synchronisation in the forward); ``path="auto"`` takes it on a GPU.
+  synchronisation in the forward); ``path="auto"`` takes it on a GPU;
+* ``dense-capturable``: the same inside ``identrep.training.cuda_graphs(capture=
+  False)``: the capturable Adam (learning rate a device tensor), no graphs;
+* ``dense-graphs``: inside ``cuda_graphs()``: every full batch's step replayed
+  from one recorded CUDA graph. Its parameters must equal ``dense-capturable``'s
+  (printed: the largest difference).
+
+``--variants`` picks some (comma-separated; default all).
 
 Then profiles ``--profile-steps`` training steps of ``edges`` (top operators by
 self CPU and by self CUDA time). ``--device cpu --n 300`` is a dry run.
@@ -23,6 +30,7 @@ Usage: ``PYTHONPATH=src python benchmarks/gpu_mtrn_probe.py --n 12000``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import sys
@@ -35,13 +43,25 @@ from bench_egnn import buckets  # noqa: E402
 from identrep.experiments.studies.chen2024_qm9 import _load  # noqa: E402
 from identrep.models.multitask.mtrn import MTRN  # noqa: E402
 from identrep.models.nn.egnn import EGNNExtractor  # noqa: E402
+from identrep.training import cuda_graphs  # noqa: E402
 
 # extractor keyword arguments, or a replacement of EGNNExtractor.forward
-VARIANTS = {"edges": {"path": "edges"}, "buckets": buckets, "dense": {"path": "dense"}}
+VARIANTS = {
+    "edges": {"path": "edges"},
+    "buckets": buckets,
+    "dense": {"path": "dense"},
+    "dense-capturable": {"path": "dense"},
+    "dense-graphs": {"path": "dense"},
+}
+CONTEXTS = {
+    "dense-capturable": lambda: cuda_graphs(capture=False),
+    "dense-graphs": cuda_graphs,
+}
 
 
 def fit(X, Y, epochs, device, variant="edges"):
     how = VARIANTS[variant]
+    context = CONTEXTS.get(variant, contextlib.nullcontext)
     kw = how if isinstance(how, dict) else {}
     extractor = functools.partial(
         EGNNExtractor.for_flat_input, hidden=32, n_layers=3, **kw
@@ -62,7 +82,8 @@ def fit(X, Y, epochs, device, variant="edges"):
         if device == "cuda":
             torch.cuda.synchronize()
         t, c = time.perf_counter(), time.process_time()
-        m.fit(X, Y)
+        with context():
+            m.fit(X, Y)
         if device == "cuda":
             torch.cuda.synchronize()
     finally:
@@ -77,6 +98,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--profile-steps", type=int, default=30)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
     args = ap.parse_args()
     dev = args.device
     data = _load(args.n, 0, "qm9pack")
@@ -84,12 +106,15 @@ def main() -> None:
     n_thr = torch.get_num_threads()
     print(f"{len(X)} molecules, torch {torch.__version__}, threads {n_thr}, {dev}")
     fit(X[:1000], Y[:1000], 1, dev)  # warm-up: CUDA context, kernels
-    for variant in VARIANTS:
+    fitted = {}
+    for variant in args.variants.split(","):
         wall, cpu, m = fit(X, Y, args.epochs, dev, variant)
+        fitted[variant] = m
         val = m.history_["val_loss"][-1]
         print(
             f"{variant:8s}: {wall:.2f} s/epoch wall, {cpu:.2f} CPU-s/epoch, "
-            f"val loss {val:.6f}"
+            f"val loss {val:.6f}",
+            flush=True,
         )
         if variant == "edges":
             real = torch.use_deterministic_algorithms
@@ -103,6 +128,15 @@ def main() -> None:
                 f"edges, default kernels: {wall:.2f} s/epoch wall, "
                 f"{cpu:.2f} CPU-s/epoch, val loss {val:.6f}"
             )
+    if "dense-graphs" in fitted and "dense-capturable" in fitted:
+        a, b = (
+            fitted[v].module_.state_dict() for v in ("dense-graphs", "dense-capturable")
+        )
+        diff = max(float((a[k] - b[k]).abs().max()) for k in a)
+        print(
+            "dense-graphs against dense-capturable: largest parameter "
+            f"difference {diff:g}"
+        )
     if dev != "cuda" or not args.profile_steps:
         return
     from torch.profiler import ProfilerActivity, profile

@@ -12,14 +12,15 @@
 # OUT receives at most 5 files: bench_cuda.json, qm9_gpu.tar.gz (records, report,
 # plots; no latents), logs.tar.gz; everything important is also printed.
 # A dry run without a GPU: DEVICE=cpu QM9_ARGS="--qm9-source tests/data/qm9".
-# STAGES (default "qm9 cuda tests") picks the stages; QM9_SEEDS (default "0 1") the
+# STAGES (default "qm9 cuda tests"; also "probe", run first: gpu_mtrn_probe.py's
+# dense / capturable / graph-replay variants on PROBE_N molecules) picks the stages; QM9_SEEDS (default "0 1") the
 # seeds of each latent dim; QM9_FEATURES=1 also returns the runs' MTRN features
 # (benchmarks/qm9_pack_features.py: features_d<d>_<k>.npz, two runs a file).
 # Training over several sessions (QM9_CKPT=folder, kept between sessions): each run
 # checkpoints MTRN every epoch in QM9_CKPT/ckpt (qm9_logged.py --checkpoint-dir) and
 # keeps its records in QM9_CKPT/d<d>s<s>; a run that QM9_BUDGET ends is paused (no
 # record) and the next session, given the same folder back, continues it to the
-# same bits (the cosine schedule follows the 300 epochs, QM9_PATIENCE sets early
+# same bits (the cosine schedule follows QM9_EPOCHS, default 300; QM9_PATIENCE sets early
 # stopping). OUT then also gets qm9_ckpt.tar.gz (the folder without latents, which
 # a finished run recomputes from its checkpoint without training): unpack it into
 # the folder before the next session. The report is made once no run is paused.
@@ -31,6 +32,7 @@ PY=${PY:-python3}
 DIMS=${QM9_DIMS:-5 6 7 8}
 SEEDS=${QM9_SEEDS:-0 1}
 BUDGET=${QM9_BUDGET:-300}
+EPOCHS=${QM9_EPOCHS:-300}
 QM9_ARGS=${QM9_ARGS:-}
 STAGES=${STAGES:-qm9 cuda tests}
 CKPT=${QM9_CKPT:-}
@@ -40,6 +42,9 @@ if [ -n "$CKPT" ]; then
   QM9_ARGS="$QM9_ARGS --checkpoint-dir $CKPT/ckpt"
 fi
 [ -n "${QM9_PATIENCE:-}" ] && QM9_ARGS="$QM9_ARGS --patience $QM9_PATIENCE"
+# QM9_GRAPHS=1: MTRN's steps replayed as CUDA graphs (qm9_logged.py --cuda-graphs);
+# QM9_GRAPHS=auto: only if the probe stage found them exact and faster
+[ "${QM9_GRAPHS:-}" = 1 ] && QM9_ARGS="$QM9_ARGS --cuda-graphs"
 has() { case " $STAGES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 IDENTREP_PROGRESS_SECONDS=0
 export IDENTREP_DATA=${IDENTREP_DATA:-$PWD/.devdata}
@@ -52,6 +57,28 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 echo "cores $(nproc)"
 $PY -c "import sys, numpy, scipy, sklearn, pandas, torch; print(sys.version.split()[0], 'numpy', numpy.__version__, 'scipy', scipy.__version__, 'sklearn', sklearn.__version__, 'pandas', pandas.__version__, 'torch', torch.__version__, 'cuda', torch.cuda.is_available())"
 
+if has probe; then
+  # one MTRN alone: dense eager, capturable eager, replayed graphs (parameters equal?)
+  log "EGNN-MTRN probe"
+  timeout "${PROBE_TIMEOUT:-240}" $PY benchmarks/gpu_mtrn_probe.py --device "$DEVICE" \
+    --n "${PROBE_N:-12000}" --epochs 3 --profile-steps 0 \
+    --variants dense,dense-capturable,dense-graphs 2>&1 | tee "$LOGS/probe.txt"
+fi
+if [ "${QM9_GRAPHS:-}" = auto ]; then
+  # graphs only where the probe showed replay equal to the eager steps and faster
+  QM9_GRAPHS=$($PY - "$LOGS/probe.txt" <<'PYEOF'
+import re, sys
+text = open(sys.argv[1]).read() if len(sys.argv) > 1 else ""
+diff = re.search(r"largest parameter difference (\S+)", text)
+sec = dict(re.findall(r"^(dense-\w+)\s*: ([\d.]+) s/epoch", text, re.M))
+ok = diff and float(diff.group(1)) == 0.0 and len(sec) == 2
+print(1 if ok and float(sec["dense-graphs"]) < float(sec["dense-capturable"]) else "")
+PYEOF
+)
+  log "QM9_GRAPHS=auto -> '${QM9_GRAPHS}'"
+  [ -n "$QM9_GRAPHS" ] && QM9_ARGS="$QM9_ARGS --cuda-graphs"
+fi
+
 n_seeds=$(($(echo $SEEDS | tr ' ' '\n' | sort -n | tail -n 1) + 1))
 n_runs=$(($(echo $DIMS | wc -w) * $(echo $SEEDS | wc -w)))
 threads=$(($(nproc) / n_runs))
@@ -62,7 +89,7 @@ has qm9 && for d in $DIMS; do
     # shellcheck disable=SC2086
     OMP_NUM_THREADS=$threads $PY benchmarks/qm9_logged.py --device "$DEVICE" \
       --max-time "$BUDGET" --latent-dims "$d" --seeds "$n_seeds" --where "seed=$s" \
-      --max-epochs 300 --out "$RUNS/d${d}s${s}" $QM9_ARGS \
+      --max-epochs "$EPOCHS" --out "$RUNS/d${d}s${s}" $QM9_ARGS \
       >"$LOGS/qm9_d${d}_s${s}.log" 2>&1 &
   done
 done
@@ -105,7 +132,7 @@ for run in "$RUNS"/d*s*; do
 done
 # shellcheck disable=SC2086
 OMP_NUM_THREADS=4 $PY benchmarks/qm9_logged.py --latent-dims "$(echo $DIMS | tr ' ' ,)" \
-  --seeds "$n_seeds" --max-epochs 300 --out "$WORK/all" $QM9_ARGS >"$LOGS/qm9_report.log" 2>&1
+  --seeds "$n_seeds" --max-epochs "$EPOCHS" --out "$WORK/all" $QM9_ARGS >"$LOGS/qm9_report.log" 2>&1
 tail -n 25 "$LOGS/qm9_report.log"
 tar czf "$OUT/qm9_gpu.tar.gz" -C "$WORK/all" --exclude=./latents . 2>/dev/null
 [ -n "${QM9_FEATURES:-}" ] && $PY benchmarks/qm9_pack_features.py "$WORK/all" "$OUT"

@@ -27,6 +27,11 @@ budget).
 A checkpoint written with other settings, another seed or other molecules is
 refused with a message naming the difference (no record is written either).
 
+``--cuda-graphs`` trains inside :func:`identrep.training.cuda_graphs` (every
+full batch's step replayed from one recorded CUDA graph; the capturable optimiser,
+so not the same bits as a run without it; a checkpoint says which it was written
+with and refuses the other).
+
 Usage (the issue 13 part 4 runs; docs/notes.md, "QM9: EGNN speed and training to
 early stopping", "Checkpoint and resume for long training", and the GPU run of
 ``benchmarks/gpu_session.sh``)::
@@ -52,6 +57,7 @@ from identrep.cli import main
 from identrep.exceptions import CheckpointError
 from identrep.experiments.studies import chen2024_qm9 as study
 from identrep.models.multitask.mtrn import MTRN
+from identrep.training import cuda_graphs
 
 _pipeline = study._pipeline
 _fit_mtlcm = study.STUDY.fits["MTLCM"]
@@ -115,6 +121,7 @@ if __name__ == "__main__":
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--max-time", type=float, default=None)
     ap.add_argument("--checkpoint-dir", type=Path, default=None)
+    ap.add_argument("--cuda-graphs", action="store_true")
     own, rest = ap.parse_known_args(sys.argv[1:])
     _RUNTIME.update(device=own.device, max_time=own.max_time)
     if own.checkpoint_dir is not None:
@@ -122,6 +129,14 @@ if __name__ == "__main__":
         _CHECKPOINT_DIR.append(own.checkpoint_dir.resolve())
         MTRN.fit = _pausing_fit
         study.STUDY.fits["MTLCM"] = _fit_or_pause
+    if own.cuda_graphs:
+        _plain_fit = MTRN.fit
+
+        def _graphed_fit(self, *args, **kwargs):
+            with cuda_graphs():
+                return _plain_fit(self, *args, **kwargs)
+
+        MTRN.fit = _graphed_fit
     try:
         code = main(["reproduce", "qm9", "--no-progress", *rest])
     except TrainingPaused:

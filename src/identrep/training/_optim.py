@@ -15,7 +15,12 @@ OPTIMIZERS = {
 
 
 def make_optimizer(
-    name: str, params: list, lr: float, weight_decay: float = 0.0
+    name: str,
+    params: list,
+    lr: float,
+    weight_decay: float = 0.0,
+    *,
+    capturable: bool = False,
 ) -> torch.optim.Optimizer:
     """The optimiser ``name`` over ``params``; on CPU in its multi-tensor
     (``foreach``) implementation.
@@ -33,12 +38,19 @@ def make_optimizer(
     name : {"adam", "adamw", "sgd"}
     params : list of Parameter
     lr, weight_decay : float
+    capturable : bool, default=False
+        Adam or AdamW for replayed CUDA graphs (:mod:`identrep.training._graphs`):
+        ``capturable``, multi-tensor, the learning rate a tensor on the
+        parameters' device (set it with ``fill_``).
 
     Returns
     -------
     torch.optim.Optimizer
     """
-    extra = {}
-    if params and all(p.device.type == "cpu" for p in params):
+    extra: dict = {}
+    if capturable:
+        lr = torch.tensor(float(lr), device=params[0].device)
+        extra.update(capturable=True, foreach=True)
+    elif params and all(p.device.type == "cpu" for p in params):
         extra["foreach"] = True
     return OPTIMIZERS[name](params, lr=lr, weight_decay=weight_decay, **extra)

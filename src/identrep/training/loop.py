@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 from identrep.exceptions import ConvergenceWarning
 from identrep.training._constraints import TRAINING_CONSTRAINTS, _constraints
+from identrep.training._graphs import GraphedStep, graph_mode
 from identrep.training._optim import make_optimizer as _make_optimizer
 from identrep.training.batches import (
     IndexBatches,
@@ -60,6 +61,22 @@ def _unpack(out: Tensor | Sequence) -> tuple[Tensor, float]:
         return out, 1.0
     loss, weight = out
     return loss, float(weight)
+
+
+def _unpack_tensors(out: Tensor | Sequence) -> tuple[Tensor, Tensor]:
+    """``loss`` or ``(loss, weight)`` -> (loss, weight) as device tensors, without
+    a host synchronisation (what a recorded CUDA graph may contain)."""
+    loss, weight = (out, 1.0) if isinstance(out, Tensor) else out
+    if isinstance(weight, Tensor) and weight.device == loss.device:
+        return loss, weight.to(loss.dtype)
+    return loss, loss.new_full((), float(weight))  # a fill, no copy from the host
+
+
+def _set_lr(group: dict, value: float) -> None:
+    if isinstance(group["lr"], Tensor):  # capturable: replayed steps read it
+        group["lr"].fill_(value)
+    else:
+        group["lr"] = value
 
 
 def _mean_loss(module, loss_fn, batches) -> float:
@@ -253,7 +270,10 @@ def fit_module(
             )
         train_batches = StepBatches(train_batches, steps_per_epoch)
     params = [p for p in module.parameters() if p.requires_grad]
-    opt = _make_optimizer(optimizer, params, lr, weight_decay)
+    mode = graph_mode(params, optimizer)  # inside training.cuda_graphs only
+    opt = _make_optimizer(
+        optimizer, params, lr, weight_decay, capturable=mode is not None
+    )
     n_per_epoch = len(train_batches) if hasattr(train_batches, "__len__") else None
     n_steps = None
     if lr_schedule == "cosine":
@@ -281,6 +301,7 @@ def fit_module(
             weight_decay=weight_decay,
             min_lr_ratio=min_lr_ratio,
             validation=val_batches is not None,
+            **({"cuda_graphs": mode} if mode is not None else {}),
         )
         ckpt = Checkpointer(
             checkpoint,
@@ -297,6 +318,9 @@ def fit_module(
             ),
         )
         saved = ckpt.load()
+        if mode is not None:  # a loaded learning rate must live on the device
+            for group in opt.param_groups:
+                group["lr"] = torch.tensor(float(group["lr"]), device=params[0].device)
     if saved is not None:  # continue after the saved epoch
         step, history, epoch = saved["step"], saved["history"], saved["epoch"]
         best_epoch, best_loss = saved["best_epoch"], saved["best_loss"]
@@ -311,21 +335,43 @@ def fit_module(
     bar = Progress(int(max_epochs), desc, enabled=progress, unit="epoch")
     if 0 < first < max_epochs:
         bar.update(first)
+
+    def graph_step(batch) -> tuple[Tensor, Tensor]:
+        loss, w = _unpack_tensors(loss_fn(module, batch))
+        loss.backward()
+        if grad_clip is not None:
+            nn.utils.clip_grad_norm_(params, grad_clip)
+        opt.step()
+        return loss.detach(), w
+
+    graphed = GraphedStep(graph_step, params, opt) if mode == "replay" else None
     t0 = time.perf_counter()
     for epoch in range(first, int(max_epochs)):
         module.train()
-        total, weight = 0.0, 0.0
+        total, weight, empty = 0.0, 0.0, None
         for batch in train_batches:
-            loss, w = _unpack(loss_fn(module, batch))
-            if w <= 0:
-                continue
-            if loss.device.type == "cpu" and not torch.isfinite(loss):
-                _non_finite(bar, desc, float(loss), epoch, lr)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if grad_clip is not None:
-                nn.utils.clip_grad_norm_(params, grad_clip)
-            opt.step()
+            if mode is not None:  # on the device throughout: no synchronisation
+                out = None if graphed is None else graphed(batch)
+                if out is None:  # not replayed (another shape, or capture=False)
+                    opt.zero_grad(set_to_none=True)
+                    out = graph_step(batch)
+                lv, wt = out
+                total, weight = total + lv * wt, weight + wt
+                empty = (wt <= 0) if empty is None else empty | (wt <= 0)
+            else:
+                loss, w = _unpack(loss_fn(module, batch))
+                if w <= 0:
+                    continue
+                if loss.device.type == "cpu" and not torch.isfinite(loss):
+                    _non_finite(bar, desc, float(loss), epoch, lr)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if grad_clip is not None:
+                    nn.utils.clip_grad_norm_(params, grad_clip)
+                opt.step()
+                lv = loss.detach()  # on an accelerator: summed there, no sync per step
+                total = total + (float(lv) if lv.device.type == "cpu" else lv) * w
+                weight += w
             step += 1
             if n_steps is not None:  # with max_time: also along the time budget
                 frac = min(step / n_steps, 1.0)
@@ -335,10 +381,15 @@ def fit_module(
                     1 + math.cos(math.pi * frac)
                 )
                 for group in opt.param_groups:
-                    group["lr"] = lr * scale
-            lv = loss.detach()  # on an accelerator: summed there, no sync per step
-            total = total + (float(lv) if lv.device.type == "cpu" else lv) * w
-            weight += w
+                    _set_lr(group, lr * scale)
+        if empty is not None and bool(empty):
+            bar.close()
+            raise ValueError(
+                f"{desc}: a training batch had no weight (nothing to score) in epoch "
+                f"{epoch + 1}; cuda_graphs steps every batch, so every batch must "
+                "score at least one entry. Train without cuda_graphs."
+            )
+        weight = float(weight)
         train_loss = float(total) / weight if weight > 0 else math.nan
         if not math.isfinite(train_loss) and weight > 0:  # accelerator: seen here
             _non_finite(bar, desc, train_loss, epoch, lr)

@@ -36,8 +36,10 @@ def radial_basis(dist: Tensor, n_rbf: int, cutoff: float) -> Tensor:
     -------
     Tensor of shape (..., n_rbf)
     """
-    centres = torch.linspace(0.0, float(cutoff), int(n_rbf), dtype=dist.dtype)
-    centres = centres.to(dist.device)
+    # made on the device: no copy from the host (a recorded CUDA graph forbids one)
+    centres = torch.linspace(
+        0.0, float(cutoff), int(n_rbf), dtype=dist.dtype, device=dist.device
+    )
     delta = float(cutoff) / max(int(n_rbf) - 1, 1)
     return torch.exp(-(((dist[..., None] - centres) / delta) ** 2))
 
