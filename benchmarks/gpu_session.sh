@@ -13,17 +13,24 @@
 # plots; no latents), logs.tar.gz; everything important is also printed.
 # A dry run without a GPU: DEVICE=cpu QM9_ARGS="--qm9-source tests/data/qm9".
 # STAGES (default "qm9 cuda tests"; also "probe", run first: gpu_mtrn_probe.py's
-# dense / capturable / graph-replay variants on PROBE_N molecules) picks the stages; QM9_SEEDS (default "0 1") the
-# seeds of each latent dim; QM9_FEATURES=1 also returns the runs' MTRN features
-# (benchmarks/qm9_pack_features.py: features_d<d>_<k>.npz, two runs a file).
+# dense / capturable / graph-replay variants on PROBE_N molecules) picks the
+# stages; QM9_SEEDS (default "0 1") the seeds of each latent dim; QM9_FEATURES=1
+# also returns the runs' MTRN features (benchmarks/qm9_pack_features.py:
+# features_d<d>_<k>.npz, two runs a file). QM9_GRAPHS=1 trains with replayed CUDA
+# graphs (qm9_logged.py --cuda-graphs), =auto only if the probe found them exact
+# and faster. QM9_EPOCHS (default 300): MTRN's max_epochs.
 # Training over several sessions (QM9_CKPT=folder, kept between sessions): each run
 # checkpoints MTRN every epoch in QM9_CKPT/ckpt (qm9_logged.py --checkpoint-dir) and
 # keeps its records in QM9_CKPT/d<d>s<s>; a run that QM9_BUDGET ends is paused (no
 # record) and the next session, given the same folder back, continues it to the
-# same bits (the cosine schedule follows QM9_EPOCHS, default 300; QM9_PATIENCE sets early
-# stopping). OUT then also gets qm9_ckpt.tar.gz (the folder without latents, which
-# a finished run recomputes from its checkpoint without training): unpack it into
-# the folder before the next session. The report is made once no run is paused.
+# same bits (the cosine schedule follows QM9_EPOCHS; QM9_PATIENCE sets early
+# stopping; the same QM9_GRAPHS, or the checkpoint is refused). OUT then also gets
+# qm9_ckpt.tar.gz (the folder without latents, which a finished run recomputes from
+# its checkpoint without training): unpack it into the folder before the next
+# session, also before a second call on the same warm machine (an ignored folder
+# that a call does not carry is gone there). The report is made once no run is
+# paused. The runs of issue 13 part 4 in progress, and how to continue them:
+# docs/results/qm9_gpu_full_d8_ckpt/README.md.
 set -u
 OUT=${OUT:-/tmp/gpu_session}
 WORK=${WORK:-/tmp/qm9_gpu}
@@ -110,7 +117,7 @@ fi
 log "waiting for the QM9 runs"
 while [ -n "$(jobs -rp)" ]; do
   sleep 30
-  log "epochs: $(for f in "$LOGS"/qm9_d*.log; do grep -o '[0-9]*/300 epochs' "$f" | tail -n 1 | cut -d/ -f1; done | tr '\n' ' ')"
+  log "epochs: $(for f in "$LOGS"/qm9_d*.log; do grep -o "[0-9]*/$EPOCHS epochs" "$f" | tail -n 1 | cut -d/ -f1; done | tr '\n' ' ')"
 done
 has qm9 || { tar czf "$OUT/logs.tar.gz" -C "$WORK" logs; log "done"; exit 0; }
 log "QM9 runs ended"
