@@ -106,10 +106,10 @@ def main() -> None:
     n_thr = torch.get_num_threads()
     print(f"{len(X)} molecules, torch {torch.__version__}, threads {n_thr}, {dev}")
     fit(X[:1000], Y[:1000], 1, dev)  # warm-up: CUDA context, kernels
-    fitted = {}
+    fitted, walls = {}, {}
     for variant in args.variants.split(","):
         wall, cpu, m = fit(X, Y, args.epochs, dev, variant)
-        fitted[variant] = m
+        fitted[variant], walls[variant] = m, wall
         val = m.history_["val_loss"][-1]
         print(
             f"{variant:8s}: {wall:.2f} s/epoch wall, {cpu:.2f} CPU-s/epoch, "
@@ -128,6 +128,11 @@ def main() -> None:
                 f"edges, default kernels: {wall:.2f} s/epoch wall, "
                 f"{cpu:.2f} CPU-s/epoch, val loss {val:.6f}"
             )
+    base = "dense" if "dense" in walls else next(iter(walls))
+    print(
+        f"speed-up against {base} (same run): "
+        + ", ".join(f"{v} {walls[base] / w:.2f}x" for v, w in walls.items())
+    )
     if "dense-graphs" in fitted and "dense-capturable" in fitted:
         a, b = (
             fitted[v].module_.state_dict() for v in ("dense-graphs", "dense-capturable")

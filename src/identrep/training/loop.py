@@ -256,6 +256,18 @@ def fit_module(
         If the training loss becomes non-finite (lower ``lr`` or set ``grad_clip``).
     CheckpointError
         If ``checkpoint`` is unreadable or was written by a different run.
+    ValueError
+        Inside :func:`~identrep.training.cuda_graphs` on CUDA: for an optimiser
+        other than Adam/AdamW, or a training batch of zero weight (every batch is
+        stepped there).
+
+    Notes
+    -----
+    Inside :func:`~identrep.training.cuda_graphs`, a fit on CUDA replays each
+    full-size batch's step (loss, backward, clipping, optimiser step) from one
+    recorded CUDA graph, with the capturable optimiser; other batch shapes step
+    eagerly. Its result equals that optimiser stepping eagerly, to the bit, not the
+    default optimiser (the last bits differ).
     """
     _check_reiterable(train_batches, "train_batches")
     if val_batches is not None:
