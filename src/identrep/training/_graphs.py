@@ -74,8 +74,22 @@ def graph_mode(params: list[nn.Parameter], optimizer: str) -> str | None:
     return mode
 
 
+_CONSTANTS = (type(None), bool, int, float, str)
+
+
 def _flatten(batch: Any) -> tuple[list, Callable[[list], Any]]:
-    """Leaves of a batch (tensors and constants) and the function rebuilding it."""
+    """Leaves of a batch (tensors and constants) and the function rebuilding it.
+
+    Raises
+    ------
+    TypeError
+        For a leaf that is neither a tensor nor a constant (None, bool, int, float,
+        str): a replayed step would keep reading the first batch's copy of it.
+    """
+    if isinstance(batch, dict):
+        keys = list(batch)
+        leaves, rebuild = _flatten([batch[k] for k in keys])
+        return leaves, lambda values: dict(zip(keys, rebuild(values), strict=True))
     if isinstance(batch, tuple | list):
         parts = [_flatten(b) for b in batch]
         sizes = [len(leaves) for leaves, _ in parts]
@@ -90,6 +104,12 @@ def _flatten(batch: Any) -> tuple[list, Callable[[list], Any]]:
             return type(batch)(out)
 
         return [leaf for leaves, _ in parts for leaf in leaves], build
+    if not isinstance(batch, (Tensor, *_CONSTANTS)):
+        raise TypeError(
+            "cuda_graphs replays batches made of tensors, tuples, lists, dicts and "
+            f"constants (None, bool, int, float, str); got a {type(batch).__name__}. "
+            "Train without cuda_graphs, or make the batch of tensors."
+        )
     return [batch], lambda leaves: leaves[0]
 
 

@@ -95,6 +95,15 @@ def test_flatten_rebuilds_nested_batches():
     assert isinstance(again[1], list) and isinstance(again[1][1], tuple)
 
 
+def test_flatten_dicts_and_refuses_other_leaves():
+    leaves, build = _flatten({"x": torch.ones(2), "m": [None, 2.0]})
+    assert len(leaves) == 3
+    again = build(leaves)
+    assert list(again) == ["x", "m"] and again["m"] == [None, 2.0]
+    with pytest.raises(TypeError, match="ndarray"):
+        _flatten((torch.ones(1), np.ones(2)))
+
+
 def test_mode_outside_context_and_on_cpu_is_none():
     p = [nn.Parameter(torch.zeros(2))]
     assert graph_mode(p, "adam") is None
