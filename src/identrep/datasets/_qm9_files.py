@@ -111,23 +111,66 @@ def _open_text(path: Path):
 
 
 def _read_xyz(path: Path) -> dict[str, tuple[list[str], np.ndarray]]:
-    """Multi-frame XYZ: ``{name: (elements, coords)}``, name = comment's first word."""
-    frames = {}
+    """Multi-frame XYZ: ``{name: (elements, coords)}``, name = comment's first word.
+
+    The frames are found line by line (one step per molecule); the atom lines of
+    all frames are then parsed in one pass by pandas' C reader with Python's own
+    float conversion (``float_precision="round_trip"``: the same bits as
+    ``float``). Atom lines of uneven width fall back to the plain per-line
+    parser.
+    """
     with _open_text(path) as f:
         lines = f.read().splitlines()
+    names, starts, counts = [], [], []
     i = 0
     while i < len(lines):
         if not lines[i].strip():
             i += 1
             continue
         k = int(lines[i])
-        name = lines[i + 1].split()[0]
-        rows = [ln.split() for ln in lines[i + 2 : i + 2 + k]]
-        els = [r[0] for r in rows]
-        xyz = np.array([[float(v.replace("*^", "e")) for v in r[1:4]] for r in rows])
-        frames[name] = (els, xyz.reshape(k, 3))
+        names.append(lines[i + 1].split()[0])
+        starts.append(i + 2)
+        counts.append(k)
         i += 2 + k
-    return frames
+    atoms = [ln for s, k in zip(starts, counts, strict=True) for ln in lines[s : s + k]]
+    try:
+        els, xyz = _parse_atom_lines(atoms)
+    except (ValueError, pd.errors.ParserError):
+        els, xyz = _parse_atom_lines_plain(atoms)
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    return {
+        name: (els[a:b], xyz[a:b])
+        for name, a, b in zip(names, bounds[:-1], bounds[1:], strict=True)
+    }
+
+
+def _parse_atom_lines(atoms: list[str]) -> tuple[list[str], np.ndarray]:
+    """``element x y z [charge]`` lines -> (elements, (n, 3) float64), vectorised.
+
+    QM9's original files write some exponents as ``*^`` (Mathematica); they are
+    read as ``e``.
+    """
+    text = "\n".join(atoms).replace("*^", "e")
+    table = pd.read_csv(  # as many columns as the first line; more: an error
+        io.StringIO(text),
+        sep=r"\s+",
+        header=None,
+        dtype={0: str, 1: np.float64, 2: np.float64, 3: np.float64},
+        float_precision="round_trip",
+        engine="c",
+    )
+    if len(table) != len(atoms) or table.shape[1] < 4:
+        raise ValueError("atom lines were merged, dropped or short")
+    xyz = table[[1, 2, 3]].to_numpy(np.float64)
+    if np.isnan(xyz).any():  # a short line: let the plain parser name it
+        raise ValueError("an atom line without three coordinates")
+    return table[0].tolist(), xyz
+
+
+def _parse_atom_lines_plain(atoms: list[str]) -> tuple[list[str], np.ndarray]:
+    rows = [ln.split() for ln in atoms]
+    xyz = np.array([[float(v.replace("*^", "e")) for v in r[1:4]] for r in rows])
+    return [r[0] for r in rows], xyz.reshape(len(rows), 3)
 
 
 def _find_subset_files(folder: Path) -> tuple[Path, Path] | None:

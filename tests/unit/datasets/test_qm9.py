@@ -236,3 +236,28 @@ def test_full_qm9_matches_fixture(subset):
     np.testing.assert_array_equal(full.positions[idx], subset.positions)
     np.testing.assert_array_equal(full.Y[idx], subset.Y)
     assert np.all(full.atom_features[..., 6][full.atomic_numbers == 1] == 1)
+
+
+def test_xyz_reader_vectorised_equals_per_line(tmp_path):
+    """The one-pass atom-line parser gives the per-line parser's bits, reads QM9's
+    ``*^`` exponents and a charge column, and falls back on uneven lines."""
+    from identrep.datasets import _qm9_files as files
+
+    xyz = DATA / "micro_qm9_geometries.xyz"
+    fast = files._read_xyz(xyz)
+    lines = xyz.read_text().splitlines()
+    atoms = [ln for ln in lines if len(ln.split()) == 4]
+    els, coords = files._parse_atom_lines_plain(atoms)
+    got_els = [e for v in fast.values() for e in v[0]]
+    got = np.concatenate([v[1] for v in fast.values()])
+    assert got_els == els and np.array_equal(got, coords)
+    assert len(fast) == 304
+
+    odd = ["C 1.5*^-3 -0.25 3 0.1", "H 0.1 0.2 0.30000000000000004 -0.2"]
+    e, c = files._parse_atom_lines(odd)
+    assert e == ["C", "H"]
+    assert c.tolist() == [[1.5e-3, -0.25, 3.0], [0.1, 0.2, 0.30000000000000004]]
+    path = tmp_path / "m_geometries.xyz"
+    path.write_text("2\ngdb_7 x\n" + "\n".join(odd) + "\n1\ngdb_8\nO 0 0 0 1 2\n")
+    frames = files._read_xyz(path)  # 5 then 6 columns: the per-line parser
+    assert frames["gdb_8"][0] == ["O"] and frames["gdb_7"][1].tolist() == c.tolist()
