@@ -114,10 +114,10 @@ def _read_xyz(path: Path) -> dict[str, tuple[list[str], np.ndarray]]:
     """Multi-frame XYZ: ``{name: (elements, coords)}``, name = comment's first word.
 
     The frames are found line by line (one step per molecule); the atom lines of
-    all frames are then parsed in one pass by pandas' C reader with Python's own
-    float conversion (``float_precision="round_trip"``: the same bits as
-    ``float``). Atom lines of uneven width fall back to the plain per-line
-    parser.
+    all frames are then parsed in one pass by pandas' C reader, whose float
+    conversion is exact (the same bits as ``float``; before pandas 3.1 with
+    ``float_precision="round_trip"``). Atom lines of uneven width fall back to
+    the plain per-line parser.
     """
     with _open_text(path) as f:
         lines = f.read().splitlines()
@@ -144,6 +144,14 @@ def _read_xyz(path: Path) -> dict[str, tuple[list[str], np.ndarray]]:
     }
 
 
+# pandas >= 3.1 parses floats exactly by default (and deprecates the option)
+_ROUND_TRIP = (
+    {}
+    if tuple(int(v) for v in pd.__version__.split(".")[:2]) >= (3, 1)
+    else {"float_precision": "round_trip"}
+)
+
+
 def _parse_atom_lines(atoms: list[str]) -> tuple[list[str], np.ndarray]:
     """``element x y z [charge]`` lines -> (elements, (n, 3) float64), vectorised.
 
@@ -156,8 +164,8 @@ def _parse_atom_lines(atoms: list[str]) -> tuple[list[str], np.ndarray]:
         sep=r"\s+",
         header=None,
         dtype={0: str, 1: np.float64, 2: np.float64, 3: np.float64},
-        float_precision="round_trip",
         engine="c",
+        **_ROUND_TRIP,
     )
     if len(table) != len(atoms) or table.shape[1] < 4:
         raise ValueError("atom lines were merged, dropped or short")

@@ -283,9 +283,8 @@ def fit_module(
         train_batches = StepBatches(train_batches, steps_per_epoch)
     params = [p for p in module.parameters() if p.requires_grad]
     mode = graph_mode(params, optimizer)  # inside training.cuda_graphs only
-    opt = _make_optimizer(
-        optimizer, params, lr, weight_decay, capturable=mode is not None
-    )
+    graph_kw = {} if mode is None else {"capturable": True}  # the ordinary call
+    opt = _make_optimizer(optimizer, params, lr, weight_decay, **graph_kw)
     n_per_epoch = len(train_batches) if hasattr(train_batches, "__len__") else None
     n_steps = None
     if lr_schedule == "cosine":
