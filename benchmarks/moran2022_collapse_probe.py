@@ -3,8 +3,8 @@
 Refits stored runs of a real-data table of Moran et al. (2022) (as
 ``moran2022_svae_probe.py``: the same splits, data and model seeds, budget and
 scoring; ``--variant`` estimator parameters on top of the study's) and prints, after
-every epoch, the training and validation loss, the KL of q(z | x) per latent
-(mean over the first training batch, latents sorted; "active" = KL above 0.01
+every epoch, the training and validation loss, the KL of q(z | x) to N(0, 1) per
+latent (mean over the first training batch, latents sorted; "active" = KL above 0.01
 nats), the fraction of the decoder's masks with inclusion probability above 1/2
 (the E-step's p*), and the largest |W| entry. The SSL penalty starts after the
 ``ssl_warmup`` fraction of the steps. The per-epoch pass runs without gradients in
@@ -29,7 +29,7 @@ import torch
 from _probe_params import parse_params
 from identrep.experiments import get_study
 from identrep.experiments.studies import _moran2022 as mo
-from identrep.models.vae._elbo import standardized_input
+from identrep.models.vae._elbo import kl_diag_gaussians, standardized_input
 
 METRICS = {"table1a": "nll", "table1b": "nll", "table2": "nll", "table4": "accuracy"}
 
@@ -48,7 +48,9 @@ def traced_fit_module(original, rows: list):
         def callback(epoch, m, history):
             with torch.no_grad():
                 mean, log_var = m.encoder(standardized_input(m, seen[0]))
-                kl = 0.5 * (mean.square() + log_var.exp() - 1.0 - log_var).mean(0)
+                zero = torch.zeros_like(mean[..., None])  # per latent, not summed
+                kl = kl_diag_gaussians(mean[..., None], log_var[..., None], zero, zero)
+                kl = kl.mean(0)
             kl = np.sort(kl.double().cpu().numpy())[::-1]
             p = m.p_star.double().cpu().numpy() if hasattr(m, "p_star") else None
             W = m.decoder.W.detach().abs().max().item() if p is not None else np.nan

@@ -37,6 +37,7 @@ def write_subset(folder: Path, name: str = "qm9") -> int:
     elements, coords, targets, index, smiles, _ = _read_qm9pack(
         _qm9pack_folder(), lambda n: np.arange(n)
     )
+    assert set(_QM9PACK_TARGETS.values()) == set(_SUBSET_TARGETS.values())
     to_column = {v: k for k, v in _SUBSET_TARGETS.items()}
     table = targets.rename(columns=to_column)
     table.insert(0, "smiles", list(smiles))
@@ -49,7 +50,6 @@ def write_subset(folder: Path, name: str = "qm9") -> int:
             f.write(f"{len(els)}\n{mol}\n")
             for e, (x, y, z) in zip(els, xyz, strict=True):
                 f.write(f"{e} {float(x)!r} {float(y)!r} {float(z)!r}\n")
-    assert set(_QM9PACK_TARGETS.values()) == set(_SUBSET_TARGETS.values())
     return len(table)
 
 

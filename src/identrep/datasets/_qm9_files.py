@@ -13,6 +13,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -145,11 +146,8 @@ def _read_xyz(path: Path) -> dict[str, tuple[list[str], np.ndarray]]:
 
 
 # pandas >= 3.1 parses floats exactly by default (and deprecates the option)
-_ROUND_TRIP = (
-    {}
-    if tuple(int(v) for v in pd.__version__.split(".")[:2]) >= (3, 1)
-    else {"float_precision": "round_trip"}
-)
+_PANDAS = tuple(int(v) for v in re.findall(r"\d+", pd.__version__)[:2])
+_ROUND_TRIP = {} if _PANDAS >= (3, 1) else {"float_precision": "round_trip"}
 
 
 def _parse_atom_lines(atoms: list[str]) -> tuple[list[str], np.ndarray]:

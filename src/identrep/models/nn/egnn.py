@@ -301,8 +301,8 @@ class EGNNExtractor(nn.Module):
         dense against 2.70 s on the edge list (12,000 molecules, one process;
         ``benchmarks/gpu_mtrn_probe.py``); on the CPU the dense form was 2.2-4.3x
         slower. Its steps can also be replayed from a recorded CUDA graph
-        (:func:`identrep.training.cuda_graphs`: 0.91 s an epoch in the same
-        probe, against 1.88 s eager).
+        (:func:`identrep.training.cuda_graphs`: 0.91 s an epoch against 1.88 s
+        eager dense in a later run of the same probe, stop 37).
 
     Attributes
     ----------
