@@ -7,8 +7,12 @@ top-d principal components (the same subspace, an arbitrary basis). For each
 baseline row of a Table 3 study folder (``OUT/latents/table3-<model>-d<d>-*.npz``)
 it prints the cross-seed Pearson MCC, the R^2 of a linear regression of the
 latents on X (how linear the encoder is), the mean canonical correlation with the
-top-d principal components and between seeds (subspace agreement). Needs
-``IDENTREP_DATA``; run from the repository root, e.g.::
+top-d principal components and between seeds (subspace agreement), the same
+MCC with Spearman correlations (``--spearman``: the paper's baseline metric is
+not published, its MTLCM agreement is Pearson), and how far each latent is a
+single input (``--alignment``: per latent the largest |Spearman| with one of the
+86 element counts, and in how many matched cross-seed pairs both latents follow
+the same element). Needs ``IDENTREP_DATA``; run from the repository root, e.g.::
 
     IDENTREP_DATA=/work/shared/data PYTHONPATH=src OMP_NUM_THREADS=1 \
         python benchmarks/table3_baseline_agreement.py --run results/table3
@@ -21,10 +25,11 @@ import glob
 import itertools
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 from scipy.stats import ortho_group
 
 from identrep.datasets import load_superconductivity
-from identrep.metrics import mcc
+from identrep.metrics import correlation_matrix, mcc
 
 
 def _canonical(A, B):
@@ -37,10 +42,42 @@ def _pairs(Zs, fn):
     return [fn(Zs[a], Zs[b]) for a, b in itertools.combinations(range(len(Zs)), 2)]
 
 
+def _alignment(Xs, Zs):
+    """Per latent, the element count it follows most (|Spearman|); then, over
+    the matched pairs of each seed pair, how often both follow the same one."""
+    best = []
+    for Z in Zs:
+        R = correlation_matrix(Z, Xs, "spearman")
+        best.append((R.argmax(1), R.max(1)))
+        q = np.quantile(R.max(1), [0.1, 0.5, 0.9])
+        print(
+            f"  max |Spearman| of a latent with one input: quantiles 10/50/90 % "
+            f"{np.round(q, 3)}; latents above 0.9: {(R.max(1) > 0.9).sum()} of "
+            f"{Z.shape[1]}"
+        )
+    for a, b in itertools.combinations(range(len(Zs)), 2):
+        R = correlation_matrix(Zs[a], Zs[b])
+        rows, cols = linear_sum_assignment(-R)
+        same = best[a][0][rows] == best[b][0][cols]
+        print(
+            f"  seeds {a}-{b}: matched pairs following the same input {same.sum()} "
+            f"of {len(rows)}; their mean |r| {R[rows, cols][same].mean():.3f}, the "
+            f"others' {R[rows, cols][~same].mean():.3f}"
+        )
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--run", default=None, help="a table3 study folder (--out)")
     ap.add_argument("--dims", nargs="+", type=int, default=[5, 10, 20, 40, 80])
+    ap.add_argument("--models", default="iVAE,MT-iVAE,iCaRL,MT-iCaRL")
+    ap.add_argument("--spearman", action="store_true", help="also Spearman MCC")
+    ap.add_argument(
+        "--alignment", action="store_true", help="latents against single inputs"
+    )
+    ap.add_argument(
+        "--no-floors", action="store_true", help="skip the random references"
+    )
     args = ap.parse_args(argv)
     X, _ = load_superconductivity(as_frame=False, return_X_y=True)
     sd = X.std(0)
@@ -50,7 +87,7 @@ def main(argv=None):
     print(
         "variance share of the top 5/10/20/40 PCs:", np.round(share[[4, 9, 19, 39]], 3)
     )
-    for d in args.dims:
+    for d in [] if args.no_floors else args.dims:
         rand = [
             Xs @ np.random.default_rng(s).standard_normal((X.shape[1], d))
             for s in range(3)
@@ -65,7 +102,7 @@ def main(argv=None):
     if not args.run:
         return
     design = np.c_[Xs, np.ones(len(Xs))]
-    for model in ("iVAE", "MT-iVAE", "iCaRL", "MT-iCaRL"):
+    for model in args.models.split(","):
         for d in args.dims:
             files = sorted(glob.glob(f"{args.run}/latents/table3-{model}-d{d}-*.npz"))
             Zs = [np.load(f)["latents"].astype(float) for f in files]
@@ -84,6 +121,14 @@ def main(argv=None):
                 f"linear R^2 in X {np.round(r2, 3)}; canonical corr with top-{d} "
                 f"PCs {np.round(pcs, 3)}, between seeds {np.round(sub, 3)}"
             )
+            if args.spearman:
+                sp = np.array(_pairs(Zs, lambda a, b: mcc(a, b, "spearman"))) * 100
+                print(
+                    f"  Spearman cross-seed MCC {sp.mean():.2f} "
+                    f"(pairs {np.round(sp, 2)})"
+                )
+            if args.alignment:
+                _alignment(Xs, Zs)
 
 
 if __name__ == "__main__":
