@@ -36,7 +36,7 @@ from identrep.experiments.io import latents_path
 from identrep.experiments.studies.chen2024_qm9 import _load
 from identrep.metrics import mcc
 from identrep.models.multitask.mtlcm import MTLCM
-from identrep.utils.seeding import check_random_state
+from identrep.models.multitask.pipeline import stage_seeds
 
 
 class SeedRun(NamedTuple):
@@ -59,9 +59,7 @@ def seed_runs(run: str, latents: int) -> list[SeedRun]:
         path = latents_path(os.path.join(run, "latents"), record["run_id"])
         if not path.exists():
             raise SystemExit(f"{run}: no latents file {path} for {record['run_id']}")
-        # the pipeline's MTLCM seed: the second draw of its generator
-        rng = check_random_state(record["model_seed"])
-        mtlcm_seed = int(rng.integers(0, 2**32 - 1, size=2)[1])
+        mtlcm_seed = stage_seeds(record["model_seed"])[1]  # the pipeline's
         features = np.load(path)["features"].astype(np.float64)
         seed = record["config"]["seed"]
         runs.append(SeedRun(record["run_id"], seed, mtlcm_seed, features))

@@ -33,7 +33,7 @@ from identrep.experiments.studies.chen2024_table3 import (
 )
 from identrep.metrics import cross_seed_mcc
 from identrep.models import MTRN
-from identrep.utils.seeding import check_random_state
+from identrep.models.multitask.pipeline import stage_seeds
 
 #: What the authors' code does differently from the study's MTRN.
 AUTHORS = {"lr_schedule": None, "patience": None, "val_fraction": 0.0}
@@ -42,12 +42,6 @@ RECIPES = {
     "authors": dict(AUTHORS, refit_heads=False),
     "authors+ridge": dict(AUTHORS),
 }
-
-
-def mtrn_seed(config) -> int:
-    """The MTRN seed ``TaskIdentifiable`` draws from the configuration's seed."""
-    rng = check_random_state(config.model_seed())
-    return int(rng.integers(0, 2**32 - 1, size=2)[0])
 
 
 def load_data(which: str) -> tuple[np.ndarray, np.ndarray]:
@@ -85,7 +79,9 @@ def main(argv=None):
             feats, lines = [], []
             for s in args.seeds:
                 t0 = time.process_time()
-                m = MTRN(d, random_state=mtrn_seed(by_seed[s]), **params)
+                m = MTRN(
+                    d, random_state=stage_seeds(by_seed[s].model_seed())[0], **params
+                )
                 m.fit(X, Y)
                 F = m.transform(X)
                 feats.append((F - F.mean(0)) / F.std(0))

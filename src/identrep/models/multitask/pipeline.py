@@ -46,6 +46,14 @@ def _check_feature_rank(F: np.ndarray, n_latents: int) -> None:
         )
 
 
+def stage_seeds(random_state) -> tuple[int, int]:
+    """The seeds :class:`TaskIdentifiable` gives its MTRN and its MTLCM, drawn
+    from ``random_state`` (so a fit's stages can be refitted on their own)."""
+    rng = check_random_state(random_state)
+    seed1, seed2 = (int(s) for s in rng.integers(0, 2**32 - 1, size=2))
+    return seed1, seed2
+
+
 # set by TaskIdentifiable itself, never through the stage parameter dicts
 _RESERVED = {
     "mtrn_params": ("n_latents", "random_state"),
@@ -200,8 +208,7 @@ class TaskIdentifiable(TaskTargetsMixin, IdentrepEstimator):
         mtlcm_kw = _sub_params(self.mtlcm_params, "mtlcm_params", MTLCM)
         mtrn_kw.setdefault("verbose", self.verbose)
         mtlcm_kw.setdefault("verbose", self.verbose)
-        rng = check_random_state(self.random_state)
-        seed1, seed2 = (int(s) for s in rng.integers(0, 2**32 - 1, size=2))
+        seed1, seed2 = stage_seeds(self.random_state)
 
         stages = Progress(2, "TaskIdentifiable", enabled=self.verbose, unit="stage")
         stages.write("TaskIdentifiable: stage 1 of 2, MTRN (the representation)")
