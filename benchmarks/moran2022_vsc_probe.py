@@ -15,7 +15,10 @@ test rows (reported, not used to choose), with ``VAE_KL1overK`` beside them.
 ``--relaxed`` adds the NLL on the validation and test rows with z drawn from the
 relaxed selector at the final c (the authors' evaluation: their held-out NLL
 decodes the training-time sample; identrep's draws the exact spike and slab, which
-is the same at c 200 but not at c 10).
+is the same at c 200 but not at c 10). ``--port-kl`` fits every VSC setting with
+the port's Gaussian part of the KL instead of the paper's (:func:`port_pair_kl`);
+``--port-gamma`` with the port's spike probability ``gamma = exp(-relu(-v))``
+instead of ``sigmoid(v)`` (:func:`port_logits`).
 
 Usage (data home with ml_abstracts)::
 
@@ -26,13 +29,79 @@ Usage (data home with ml_abstracts)::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from _moran2022_probes import fit_and_score, validation_rows
 from identrep.experiments.studies import _moran2022 as mo
+from identrep.models.nn.sparse_coding import VSCModule
+from identrep.models.vae import _vsc_loss
 from identrep.models.vae._vsc_loss import spike_slab_sample
+
+
+def port_pair_kl(mean, log_var, spike_logits, prior_mean, prior_log_var, prior_logits):
+    """The port's per-latent KL of two spike-and-slab distributions, summed over
+    the last dimension (gemoran/sparse-vae-code ``model/models.py``, ``VSC.kld_z``,
+    read, not copied; its 1e-6 guards left out). With s, t the slab standard
+    deviations of q and of the prior component::
+
+        gamma log(t / s) + (s + (mu - m)^2) / (2 t) - 1/2 + KL(Bern(gamma) || Bern(pi))
+
+    where the paper's Gaussian part is ``gamma [log(t / s) + (s^2 + (mu - m)^2) /
+    (2 t^2) - 1/2]``: standard deviations stand where variances belong, and only
+    the log term is multiplied by gamma, so an inactive latent (gamma 0) still
+    pays ``(s + (mu - m)^2) / (2 t) - 1/2``, which is least (-1/2) at s = 0.
+    """
+    gamma = torch.sigmoid(spike_logits)
+    s, t = torch.exp(0.5 * log_var), torch.exp(0.5 * prior_log_var)
+    gauss = gamma * 0.5 * (prior_log_var - log_var)
+    gauss = gauss + (s + (mean - prior_mean).square()) / (2.0 * t) - 0.5
+    bern = gamma * (F.logsigmoid(spike_logits) - F.logsigmoid(prior_logits)) + (
+        1.0 - gamma
+    ) * (F.logsigmoid(-spike_logits) - F.logsigmoid(-prior_logits))
+    return (gauss + bern).sum(-1)
+
+
+def port_kl(mean, log_var, spike_logits, alpha):
+    """:func:`port_pair_kl` against the fixed prior N(0, 1) with rate alpha."""
+    zero = torch.zeros_like(mean)
+    logit = torch.full_like(mean, math.log(alpha) - math.log1p(-alpha))
+    return port_pair_kl(mean, log_var, spike_logits, zero, zero, logit)
+
+
+def port_logits(v):
+    """logit(gamma) for the port's ``gamma = exp(-relu(-v))`` (Tonolini et al.'s
+    appendix A2): gamma is 1, with no gradient, wherever v >= 0, so a latent
+    switched fully on by the encoder's initial weights gets no push towards the
+    prior's rate from that datum. Held 1e-6 below 0 on the log scale to keep the
+    logit finite (gamma at most 1 - 1e-6)."""
+    log_g = torch.clamp(-F.relu(-v), max=-1e-6)
+    return log_g - torch.log(-torch.expm1(log_g))
+
+
+@contextlib.contextmanager
+def port_patched(kl: bool, gamma: bool):
+    """Within the block VSC uses the port's KL and / or spike probability (this
+    process only)."""
+    saved = _vsc_loss.spike_slab_pair_kl, _vsc_loss.spike_slab_kl, VSCModule._parts
+    if kl:
+        _vsc_loss.spike_slab_pair_kl, _vsc_loss.spike_slab_kl = port_pair_kl, port_kl
+    if gamma:
+        parts = VSCModule._parts
+
+        def _parts(self, xs):
+            mean, log_var, v = parts(self, xs)
+            return mean, log_var, port_logits(v)
+
+        VSCModule._parts = _parts
+    try:
+        yield
+    finally:
+        _vsc_loss.spike_slab_pair_kl, _vsc_loss.spike_slab_kl, VSCModule._parts = saved
 
 
 def _port(kl_weight_one: bool):
@@ -119,6 +188,10 @@ def main():
     ap.add_argument("--shift", default="high", help="Table 2 only")
     ap.add_argument("--settings", default=",".join(str(i) for i in range(4)))
     ap.add_argument("--relaxed", action="store_true")
+    ap.add_argument("--port-kl", action="store_true", help="the port's KL formula")
+    ap.add_argument(
+        "--port-gamma", action="store_true", help="the port's exp(-relu(-v)) gamma"
+    )
     args = ap.parse_args()
     picked = [list(SETTINGS)[int(i)] for i in args.settings.split(",")]
     t, vcfg = _config(args.table, "VSC_KL1overK", args.epochs, args.split, args.shift)
@@ -129,6 +202,8 @@ def main():
     print(
         f"{args.table} {vcfg.describe()} epochs={args.epochs} fit rows="
         f"{X_fit.shape[0]} validation={X_val.shape[0]} test={split.X_test.shape[0]}"
+        + (" (VSC with the port's KL)" if args.port_kl else "")
+        + (" (VSC with the port's gamma)" if args.port_gamma else "")
     )
     runs = [(name, vcfg, SETTINGS[name]) for name in picked]
     runs.append(("VAE_KL1overK (reference)", acfg, {}))
@@ -137,15 +212,17 @@ def main():
         if callable(params):
             params = params(cfg, X_fit.shape[1])
         est.set_params(**params)
-        line = f"{name}: " + fit_and_score(est, X_fit, X_val, split.X_test)
-        if hasattr(est, "spike_probabilities"):
-            gamma = est.spike_probabilities(mo.as_input(est, X_val))
-            line += f" mean gamma val={float(np.mean(gamma)):.3f}"
-            if args.relaxed:
-                line += (
-                    f" relaxed(c={est.c_end:g}) val={relaxed_nll(est, X_val):.2f}"
-                    f" test={relaxed_nll(est, split.X_test):.2f}"
-                )
+        vsc = hasattr(est, "spike_probabilities")
+        with port_patched(args.port_kl and vsc, args.port_gamma and vsc):
+            line = f"{name}: " + fit_and_score(est, X_fit, X_val, split.X_test)
+            if vsc:
+                gamma = est.spike_probabilities(mo.as_input(est, X_val))
+                line += f" mean gamma val={float(np.mean(gamma)):.3f}"
+                if args.relaxed:
+                    line += (
+                        f" relaxed(c={est.c_end:g}) val={relaxed_nll(est, X_val):.2f}"
+                        f" test={relaxed_nll(est, split.X_test):.2f}"
+                    )
         print(line, flush=True)
 
 
