@@ -140,6 +140,12 @@ SETTINGS = {
     "pseudo-input prior (study's alpha and schedules)": {"prior": "pseudo_inputs"},
     "the port's whole VSC (pseudo-inputs, alpha 0.01, c 10, KL weight 1)": _port(True),
     "the port's VSC at KL weight 1/K": _port(False),
+    "c 10, no warm-up, pseudo-input prior": {
+        "c_start": 10.0,
+        "c_end": 10.0,
+        "warmup_end": 0.0,
+        "prior": "pseudo_inputs",
+    },
 }
 
 
