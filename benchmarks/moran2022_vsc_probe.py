@@ -104,6 +104,10 @@ def port_patched(kl: bool, gamma: bool):
         _vsc_loss.spike_slab_pair_kl, _vsc_loss.spike_slab_kl, VSCModule._parts = saved
 
 
+#: The port's selector: c fixed at 10, no spike warm-up.
+C10 = {"c_start": 10.0, "c_end": 10.0, "warmup_end": 0.0}
+
+
 def _port(kl_weight_one: bool):
     """The port's VSC: pseudo-input prior (10), alpha 0.01, c 10, no warm-up,
     sparsity penalty weight G (ours multiplies K: G / K), KL weight 1 or 1/K."""
@@ -114,9 +118,7 @@ def _port(kl_weight_one: bool):
             "n_pseudo_inputs": 10,
             "prior_sparsity_weight": n_features / config.n_latents,
             "alpha": 0.01,
-            "c_start": 10.0,
-            "c_end": 10.0,
-            "warmup_end": 0.0,
+            **C10,
         }
         if kl_weight_one:
             out["kl_weight"] = 1.0
@@ -129,23 +131,13 @@ def _port(kl_weight_one: bool):
 #: function of the configuration and the feature count returning them).
 SETTINGS = {
     "study (alpha 0.1, c 50->200, warm-up 20%)": {},
-    "c 10, no warm-up": {"c_start": 10.0, "c_end": 10.0, "warmup_end": 0.0},
+    "c 10, no warm-up": C10,
     "alpha 0.01": {"alpha": 0.01},
-    "alpha 0.01, c 10, no warm-up (the port's)": {
-        "alpha": 0.01,
-        "c_start": 10.0,
-        "c_end": 10.0,
-        "warmup_end": 0.0,
-    },
+    "alpha 0.01, c 10, no warm-up (the port's)": {"alpha": 0.01, **C10},
     "pseudo-input prior (study's alpha and schedules)": {"prior": "pseudo_inputs"},
     "the port's whole VSC (pseudo-inputs, alpha 0.01, c 10, KL weight 1)": _port(True),
     "the port's VSC at KL weight 1/K": _port(False),
-    "c 10, no warm-up, pseudo-input prior": {
-        "c_start": 10.0,
-        "c_end": 10.0,
-        "warmup_end": 0.0,
-        "prior": "pseudo_inputs",
-    },
+    "c 10, no warm-up, pseudo-input prior": {**C10, "prior": "pseudo_inputs"},
 }
 
 
