@@ -95,7 +95,7 @@ def welch_p(m1: float, se1: float, df1: float, m2: float, se2: float, df2: float
     if se == 0.0:
         return (math.inf if m1 != m2 else 0.0), math.inf, (0.0 if m1 != m2 else 1.0)
     t = (m1 - m2) / se
-    df = se**4 / (se1**4 / df1 + se2**4 / df2) if se1 > 0 or se2 > 0 else math.inf
+    df = se**4 / (se1**4 / df1 + se2**4 / df2)  # Welch-Satterthwaite
     return t, df, 2.0 * stats.t.sf(abs(t), df)
 
 
@@ -180,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
                 "--cell expects 'mean ± std (n)' and 'mean ± std', "
                 f"got {ours!r} and {paper!r}"
             )
+        if int(mo[3]) < 2:
+            ap.error(f"--cell needs at least 2 seeds on our side, got {ours!r}")
         c = Cell(
             "--cell",
             ours,
