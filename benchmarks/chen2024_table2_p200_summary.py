@@ -1,0 +1,242 @@
+"""Table 2 with the authors' stage-1 training: each probe run and cell by the paper.
+
+Reads the JSON files that ``chen2024_table2_p200_probe.py --json`` writes (from
+the folders or files given), groups the runs by (k, p) and, for the runs trained
+to ``--epochs`` (default 2,000, the reference's count), prints one markdown table
+per run (weak MCC at the last epoch, smallest canonical correlation, escaped or
+not, MTLCM when fitted) and one per cell: the mean ± std (ddof 0, as the vs-paper
+documents) over seeds of the weak MCC and of MTLCM, the number of seeds that left
+the saddle, and a two-sided Welch test against the paper's mean ± std over its 5
+seeds (``vs_paper_significance.welch_p``). A run "escaped" when its smallest
+canonical correlation at the last epoch is above ``--escape`` (0.9).
+
+With ``--plot FILE`` it also draws, per cell, the weak MCC (top) and the smallest
+canonical correlation (bottom) against the epoch, one line per seed, with the
+paper's MTRN weak MCC as a band (mean ± std); runs stopped before ``--epochs`` are
+drawn dashed and left out of the tables.
+
+Run from the repository root, e.g.::
+
+    PYTHONPATH=src python benchmarks/chen2024_table2_p200_summary.py \
+        docs/results/table2_p200_probe_s40 docs/results/table2_p200_probe_s41 \
+        --plot docs/results/plots/chen2024_table2_p200_trajectories.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from identrep.experiments.plots import _pyplot, save_figure
+from identrep.experiments.registry import published_results
+from vs_paper_significance import welch_p
+
+PAPER_SEEDS = 5
+SUFFIXES = {".json", ".txt", ".log"}
+
+
+def _read(f: Path) -> dict:
+    """A probe's ``--json`` file, or its log (stdout: one JSON object per line,
+    the arguments first, the evaluations, then the final scores if it finished)."""
+    if f.suffix == ".json":
+        return json.loads(f.read_text())
+    d: dict = {"rows": [], "final": {}}
+    for line in f.read_text().splitlines():
+        if not line.startswith("{"):
+            continue
+        obj = json.loads(line.replace("NaN", "null"))
+        if "args" in obj:
+            d["args"] = obj["args"]
+        elif "epoch" in obj:
+            d["rows"].append(obj)
+        else:
+            d["final"] = obj
+    if "args" not in d:
+        raise ValueError(f"{f}: no probe arguments line; is it a probe log?")
+    return d
+
+
+def load_runs(paths: list[str]) -> list[dict]:
+    """Every probe JSON or log (``*.json``, ``*.txt``, ``*.log``) under the given
+    folders, or the files themselves, keyed by (k, p, seed) read from the file; of
+    two records of the same run the one with more epochs is kept."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files.extend(sorted(f for f in p.iterdir() if f.suffix in SUFFIXES))
+        else:
+            files.append(p)
+    best: dict[tuple[int, int, int], dict] = {}
+    for f in files:
+        d = _read(f)
+        a, rows = d["args"], d["rows"]
+        if not rows:
+            continue
+        run = {
+            "k": a["k"],
+            "p": a["p"],
+            "seed": a["seed"],
+            "file": f,
+            "epochs": [r["epoch"] for r in rows],
+            "weak": [100.0 * r["weak_mcc"] for r in rows],
+            "cc_min": [min(r["cc_min3"]) for r in rows],
+            "mtlcm": None,
+        }
+        final = d.get("final") or {}
+        if "mcc_task_spearman" in final:
+            run["mtlcm"] = 100.0 * final["mcc_task_spearman"]
+        key = (run["k"], run["p"], run["seed"])
+        old = best.get(key)
+        if old is None or (run["epochs"][-1], run["mtlcm"] is not None) > (
+            old["epochs"][-1],
+            old["mtlcm"] is not None,
+        ):
+            best[key] = run
+    return [best[k] for k in sorted(best)]
+
+
+def _mean_std(xs: list[float]) -> tuple[float, float]:
+    return float(np.mean(xs)), float(np.std(xs))
+
+
+def _welch(xs: list[float], mean: float, std: float) -> float:
+    if len(xs) < 2:
+        return math.nan
+    m, s0 = _mean_std(xs)
+    s1 = s0 * math.sqrt(len(xs) / (len(xs) - 1))
+    _, _, p = welch_p(
+        m,
+        s1 / math.sqrt(len(xs)),
+        len(xs) - 1,
+        mean,
+        std / math.sqrt(PAPER_SEEDS),
+        PAPER_SEEDS - 1,
+    )
+    return p
+
+
+def paper_cells() -> dict[tuple[str, int, int], tuple[float, float]]:
+    pub = published_results("table2")
+    return {
+        (r.model, int(r.n_causal), int(r.n_observed)): (r.mcc_mean, r.mcc_std)
+        for r in pub.itertuples()
+    }
+
+
+def tables(runs: list[dict], full: int, escape: float) -> str:
+    paper = paper_cells()
+    out = [
+        f"Runs trained to {full:,} epochs (weak MCC x100 at the last epoch; "
+        f"escaped: smallest canonical correlation above {escape}):",
+        "",
+        "| k, p | seed | weak MCC | smallest canonical correlation | escaped? "
+        "| MTLCM |",
+        "|---|---|---|---|---|---|",
+    ]
+    cells = defaultdict(list)
+    for r in runs:
+        if r["epochs"][-1] < full:
+            continue
+        cells[(r["k"], r["p"])].append(r)
+        mt = "-" if r["mtlcm"] is None else f"{r['mtlcm']:.2f}"
+        esc = "yes" if r["cc_min"][-1] > escape else "no"
+        out.append(
+            f"| {r['k']}, {r['p']} | {r['seed']} | {r['weak'][-1]:.2f} | "
+            f"{r['cc_min'][-1]:.3f} | {esc} | {mt} |"
+        )
+    out += [
+        "",
+        "Per cell (mean ± std over the seeds above, ddof 0; Welch p against the "
+        "paper's mean ± std over its 5 seeds):",
+        "",
+        "| k, p | seeds | escaped | weak MCC | paper weak | Welch p | MTLCM (seeds) "
+        "| paper MTLCM | Welch p |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (k, p), rs in sorted(cells.items()):
+        weak = [r["weak"][-1] for r in rs]
+        mt = [r["mtlcm"] for r in rs if r["mtlcm"] is not None]
+        pw, pm = paper[("MTRN-weak", k, p)], paper[("MTLCM", k, p)]
+        n_esc = sum(r["cc_min"][-1] > escape for r in rs)
+        m, s = _mean_std(weak)
+        mt_txt, mt_p = "-", "-"
+        if mt:
+            mm, ms = _mean_std(mt)
+            mt_txt = f"{mm:.2f} ± {ms:.2f} ({len(mt)})"
+            mt_p = f"{_welch(mt, *pm):.3g}"
+        out.append(
+            f"| {k}, {p} | {len(rs)} ({', '.join(str(r['seed']) for r in rs)}) | "
+            f"{n_esc} of {len(rs)} | {m:.2f} ± {s:.2f} | {pw[0]:.2f} ± {pw[1]:.2f} | "
+            f"{_welch(weak, *pw):.3g} | {mt_txt} | {pm[0]:.2f} ± {pm[1]:.2f} | {mt_p} |"
+        )
+    stopped = [r for r in runs if r["epochs"][-1] < full]
+    if stopped:
+        out += ["", "Stopped before the last epoch (left out above):", ""]
+        for r in stopped:
+            out.append(
+                f"- k = {r['k']}, p = {r['p']}, seed {r['seed']}: epoch "
+                f"{r['epochs'][-1]:,}, weak MCC {r['weak'][-1]:.2f}, smallest "
+                f"canonical correlation {r['cc_min'][-1]:.3f}"
+                + ("" if r["mtlcm"] is None else f", MTLCM {r['mtlcm']:.2f}")
+            )
+    return "\n".join(out)
+
+
+def plot(runs: list[dict], path: str, full: int, escape: float) -> Path:
+    plt = _pyplot()
+    paper = paper_cells()
+    keys = sorted({(r["k"], r["p"]) for r in runs}, key=lambda kp: (kp[1], kp[0]))
+    fig, axes = plt.subplots(
+        2, len(keys), figsize=(3.2 * len(keys), 5.6), sharex=True, squeeze=False
+    )
+    for j, (k, p) in enumerate(keys):
+        top, bottom = axes[0, j], axes[1, j]
+        mean, std = paper[("MTRN-weak", k, p)]
+        top.axhspan(mean - std, mean + std, color="0.85", label="paper ± std")
+        top.axhline(mean, color="0.4", lw=1)
+        for r in (r for r in runs if (r["k"], r["p"]) == (k, p)):
+            ls = "-" if r["epochs"][-1] >= full else "--"
+            lab = f"seed {r['seed']}" + ("" if ls == "-" else " (stopped)")
+            (line,) = top.plot(r["epochs"], r["weak"], ls, lw=1.3, label=lab)
+            bottom.plot(r["epochs"], r["cc_min"], ls, lw=1.3, color=line.get_color())
+        bottom.axhline(escape, color="0.4", lw=1, ls=":")
+        top.set_title(f"k = {k}, p = {p}")
+        top.set_ylim(80, 100)
+        bottom.set_ylim(0, 1.02)
+        bottom.set_xlabel("epoch")
+        top.legend(fontsize=7, loc="lower right")
+    axes[0, 0].set_ylabel("MTRN weak MCC x100")
+    axes[1, 0].set_ylabel("smallest canonical correlation")
+    fig.suptitle(
+        "Table 2, stage 1 trained the authors' way: weak MCC and the weakest "
+        "latent direction per epoch",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    out = save_figure(fig, path)
+    plt.close(fig)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("paths", nargs="+", help="probe JSON files or folders of them")
+    ap.add_argument("--epochs", type=int, default=2000, help="a full run's epochs")
+    ap.add_argument("--escape", type=float, default=0.9)
+    ap.add_argument("--plot", default=None, help="write the trajectories here")
+    args = ap.parse_args(argv)
+    runs = load_runs(args.paths)
+    if not runs:
+        raise SystemExit(f"no probe JSON found under {args.paths}")
+    print(tables(runs, args.epochs, args.escape))
+    if args.plot:
+        print(f"\nwrote {plot(runs, args.plot, args.epochs, args.escape)}")
+
+
+if __name__ == "__main__":
+    main()
