@@ -10,10 +10,10 @@ the saddle, and a two-sided Welch test against the paper's mean ± std over its 
 seeds (``vs_paper_significance.welch_p``). A run "escaped" when its smallest
 canonical correlation at the last epoch is above ``--escape`` (0.9).
 
-With ``--plot FILE`` it also draws, per cell, the weak MCC (top) and the smallest
-canonical correlation (bottom) against the epoch, one line per seed, with the
-paper's MTRN weak MCC as a band (mean ± std); runs stopped before ``--epochs`` are
-drawn dashed and left out of the tables.
+With ``--plot FILE`` it also draws, per cell (rows by p, columns by k), the weak
+MCC and, below it, the smallest canonical correlation against the epoch, one line
+per seed, with the paper's MTRN weak MCC as a band (mean ± std); runs stopped
+before ``--epochs`` are drawn dashed and left out of the tables.
 
 Run from the repository root, e.g.::
 
@@ -188,32 +188,44 @@ def tables(runs: list[dict], full: int, escape: float) -> str:
 
 
 def plot(runs: list[dict], path: str, full: int, escape: float) -> Path:
+    """One row pair per p (weak MCC above, smallest canonical correlation below),
+    one column per k; panels without runs are left blank."""
     plt = _pyplot()
     paper = paper_cells()
-    keys = sorted({(r["k"], r["p"]) for r in runs}, key=lambda kp: (kp[1], kp[0]))
+    ks = sorted({r["k"] for r in runs})
+    ps = sorted({r["p"] for r in runs})
     fig, axes = plt.subplots(
-        2, len(keys), figsize=(3.2 * len(keys), 5.6), sharex=True, squeeze=False
+        2 * len(ps), len(ks), figsize=(3.6 * len(ks), 2.3 * 2 * len(ps)), squeeze=False
     )
-    for j, (k, p) in enumerate(keys):
-        top, bottom = axes[0, j], axes[1, j]
-        mean, std = paper[("MTRN-weak", k, p)]
-        top.axhspan(mean - std, mean + std, color="0.85", label="paper ± std")
-        top.axhline(mean, color="0.4", lw=1)
-        for r in (r for r in runs if (r["k"], r["p"]) == (k, p)):
-            ls = "-" if r["epochs"][-1] >= full else "--"
-            lab = f"seed {r['seed']}" + ("" if ls == "-" else " (stopped)")
-            (line,) = top.plot(r["epochs"], r["weak"], ls, lw=1.3, label=lab)
-            bottom.plot(r["epochs"], r["cc_min"], ls, lw=1.3, color=line.get_color())
-        bottom.axhline(escape, color="0.4", lw=1, ls=":")
-        top.set_title(f"k = {k}, p = {p}")
-        top.set_ylim(80, 100)
-        bottom.set_ylim(0, 1.02)
-        bottom.set_xlabel("epoch")
-        top.legend(fontsize=7, loc="lower right")
-    axes[0, 0].set_ylabel("MTRN weak MCC x100")
-    axes[1, 0].set_ylabel("smallest canonical correlation")
+    for i, p in enumerate(ps):
+        for j, k in enumerate(ks):
+            top, bottom = axes[2 * i, j], axes[2 * i + 1, j]
+            cell = [r for r in runs if (r["k"], r["p"]) == (k, p)]
+            if not cell:
+                top.axis("off")
+                bottom.axis("off")
+                continue
+            mean, std = paper[("MTRN-weak", k, p)]
+            top.axhspan(mean - std, mean + std, color="0.85", label="paper ± std")
+            top.axhline(mean, color="0.4", lw=1)
+            for r in cell:
+                ls = "-" if r["epochs"][-1] >= full else "--"
+                lab = f"seed {r['seed']}" + ("" if ls == "-" else " (stopped)")
+                (line,) = top.plot(r["epochs"], r["weak"], ls, lw=1.3, label=lab)
+                bottom.plot(
+                    r["epochs"], r["cc_min"], ls, lw=1.3, color=line.get_color()
+                )
+            bottom.axhline(escape, color="0.4", lw=1, ls=":")
+            top.set_title(f"k = {k}, p = {p}", fontsize=10)
+            top.set_ylim(80, 100)
+            bottom.set_ylim(0, 1.02)
+            top.tick_params(labelbottom=False)
+            bottom.set_xlabel("epoch", fontsize=8)
+            top.set_ylabel("weak MCC x100", fontsize=8)
+            bottom.set_ylabel("smallest canon. corr.", fontsize=8)
+            top.legend(fontsize=6, loc="lower right")
     fig.suptitle(
-        "Table 2, stage 1 trained the authors' way: weak MCC and the weakest "
+        "Table 2, stage 1 trained the authors' way: MTRN weak MCC and the weakest "
         "latent direction per epoch",
         fontsize=10,
     )
