@@ -49,7 +49,7 @@ def _read(f: Path) -> dict:
     for line in f.read_text().splitlines():
         if not line.startswith("{"):
             continue
-        obj = json.loads(line.replace("NaN", "null"))
+        obj = json.loads(line)  # the json module reads NaN
         if "args" in obj:
             d["args"] = obj["args"]
         elif "epoch" in obj:
@@ -230,7 +230,7 @@ def plot(runs: list[dict], path: str, full: int, escape: float) -> Path:
         fontsize=10,
     )
     fig.tight_layout()
-    out = save_figure(fig, path)
+    out = save_figure(fig, path, dpi=100)
     plt.close(fig)
     return out
 
