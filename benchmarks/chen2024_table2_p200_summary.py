@@ -7,7 +7,7 @@ per run (weak MCC at the last epoch, smallest canonical correlation, escaped or
 not, MTLCM when fitted) and one per cell: the mean ± std (ddof 0, as the vs-paper
 documents) over seeds of the weak MCC and of MTLCM, the number of seeds that left
 the saddle, and a two-sided Welch test against the paper's mean ± std over its 5
-seeds (``vs_paper_significance.welch_p``). A run "escaped" when its smallest
+seeds (``vs_paper_significance.test_cell``). A run "escaped" when its smallest
 canonical correlation at the last epoch is above ``--escape`` (0.9).
 
 With ``--plot FILE`` it also draws, per cell (rows by p, columns by k), the weak
@@ -34,7 +34,7 @@ import numpy as np
 
 from identrep.experiments.plots import _pyplot, save_figure
 from identrep.experiments.registry import published_results
-from vs_paper_significance import welch_p
+from vs_paper_significance import Cell, test_cell
 
 PAPER_SEEDS = 5
 SUFFIXES = {".json", ".txt", ".log"}
@@ -105,19 +105,12 @@ def _mean_std(xs: list[float]) -> tuple[float, float]:
 
 
 def _welch(xs: list[float], mean: float, std: float) -> float:
+    """Two-sided Welch p of the seeds ``xs`` against the paper's mean ± std over
+    its seeds, as ``vs_paper_significance`` tests every vs-paper cell."""
     if len(xs) < 2:
         return math.nan
     m, s0 = _mean_std(xs)
-    s1 = s0 * math.sqrt(len(xs) / (len(xs) - 1))
-    _, _, p = welch_p(
-        m,
-        s1 / math.sqrt(len(xs)),
-        len(xs) - 1,
-        mean,
-        std / math.sqrt(PAPER_SEEDS),
-        PAPER_SEEDS - 1,
-    )
-    return p
+    return test_cell(Cell("", "", m, s0, len(xs), mean, std, False), PAPER_SEEDS)[2]
 
 
 def paper_cells() -> dict[tuple[str, int, int], tuple[float, float]]:
