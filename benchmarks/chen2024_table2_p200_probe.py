@@ -30,6 +30,7 @@ Run from the repository root, e.g.::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import resource
 
@@ -72,11 +73,15 @@ def sklearn_weak_mcc(Z: np.ndarray, F: np.ndarray) -> float:
 
 
 class RefMTRN(nn.Module):
-    def __init__(self, p, hidden, d, n_tasks, mean, scale):
+    def __init__(self, p, hidden, d, n_tasks, mean, scale, layers=1):
         super().__init__()
         self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
         self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float32))
-        self.h = nn.Sequential(nn.Linear(p, hidden), nn.ReLU(), nn.Linear(hidden, d))
+        # the reference's num_hidden_layers: 1 (its committed Table 2 config) or 2
+        blocks = [nn.Linear(p, hidden), nn.ReLU()]
+        for _ in range(layers - 1):
+            blocks += [nn.Linear(hidden, hidden), nn.ReLU()]
+        self.h = nn.Sequential(*blocks, nn.Linear(hidden, d))
         self.heads = nn.Linear(d, n_tasks)
 
     def features(self, x):
@@ -169,6 +174,21 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-tasks", type=int, default=500)
     ap.add_argument("--hidden", type=int, default=200)
+    ap.add_argument(
+        "--layers",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="hidden layers of the extractor (the reference's num_hidden_layers)",
+    )
+    ap.add_argument(
+        "--torch-decoder",
+        action="store_true",
+        help="draw the true decoder as the reference does: torch.manual_seed(seed), "
+        "then Linear(20, p), ReLU, Linear(p, p) with torch's default initialisation, "
+        "the MTRN initialised next from the same stream (the same for every k at one "
+        "p and seed)",
+    )
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--epochs", type=int, default=300)
     ap.add_argument("--eval-every", type=int, default=25)
@@ -205,8 +225,17 @@ def main(argv=None):
     data, data_seed = make_data(config)
     if args.library:
         return library_run(args, config, data)
-    torch.manual_seed(config.model_seed())
-    X = torch.tensor(data.X, dtype=torch.float32)
+    if args.torch_decoder:
+        torch.manual_seed(args.seed)
+        decoder = nn.Sequential(
+            nn.Linear(20, args.p), nn.ReLU(), nn.Linear(args.p, args.p)
+        )
+        with torch.no_grad():
+            X = decoder(torch.as_tensor(data.Z, dtype=torch.float32))
+        data = dataclasses.replace(data, X=X.double().numpy())
+    else:
+        torch.manual_seed(config.model_seed())
+        X = torch.tensor(data.X, dtype=torch.float32)
     t = torch.as_tensor(data.task_ids, dtype=torch.long)
     y = np.asarray(data.y, dtype=float)
     T = int(t.max()) + 1
@@ -217,7 +246,7 @@ def main(argv=None):
     y = torch.as_tensor(y, dtype=torch.float32)
     mean = data.X.mean(axis=0) if args.std_inputs else np.zeros(args.p)
     scale = data.X.std(axis=0) if args.std_inputs else np.ones(args.p)
-    model = RefMTRN(args.p, args.hidden, 20, T, mean, scale)
+    model = RefMTRN(args.p, args.hidden, 20, T, mean, scale, args.layers)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     rng = np.random.default_rng(derive_seed("subsample", *config.data_key()))
     sub = rng.choice(len(data.X), size=min(10_000, len(data.X)), replace=False)

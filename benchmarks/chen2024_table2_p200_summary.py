@@ -8,7 +8,10 @@ not, MTLCM when fitted) and one per cell: the mean ± std (ddof 0, as the vs-pap
 documents) over seeds of the weak MCC and of MTLCM, the number of seeds that left
 the saddle, and a two-sided Welch test against the paper's mean ± std over its 5
 seeds (``vs_paper_significance.test_cell``). A run "escaped" when its smallest
-canonical correlation at the last epoch is above ``--escape`` (0.9).
+canonical correlation at the last epoch is above ``--escape`` (0.9). Runs of a
+variant (any probe setting other than the authors', e.g. ``--layers 2`` or
+``--torch-decoder``) form cells of their own, the setting beside k and p, and are
+left out of the plot.
 
 With ``--plot FILE`` it also draws, per cell (rows by p, columns by k), the weak
 MCC and, below it, the smallest canonical correlation against the epoch, one line
@@ -38,6 +41,27 @@ from vs_paper_significance import Cell, test_cell
 
 PAPER_SEEDS = 5
 SUFFIXES = {".json", ".txt", ".log"}
+# the probe's settings that the authors' configuration has (a run with any other
+# value is a variant, tabulated apart and left out of the plot)
+AUTHORS = {
+    "n_tasks": 500,
+    "hidden": 200,
+    "layers": 1,
+    "torch_decoder": False,
+    "lr": 1e-3,
+    "std_inputs": False,
+    "std_targets": False,
+    "refit_heads": False,
+    "library": False,
+}
+
+
+def variant(args: dict) -> str:
+    """'' for the authors' configuration, else the settings that differ from it
+    (older logs lack the later options, which then take the authors' value)."""
+    return ", ".join(
+        f"{k}={args[k]}" for k, v in AUTHORS.items() if args.get(k, v) != v
+    )
 
 
 def _read(f: Path) -> dict:
@@ -78,6 +102,7 @@ def load_runs(paths: list[str]) -> list[dict]:
         if not rows:
             continue
         run = {
+            "variant": variant(a),
             "k": a["k"],
             "p": a["p"],
             "seed": a["seed"],
@@ -90,7 +115,7 @@ def load_runs(paths: list[str]) -> list[dict]:
         final = d.get("final") or {}
         if "mcc_task_spearman" in final:
             run["mtlcm"] = 100.0 * final["mcc_task_spearman"]
-        key = (run["k"], run["p"], run["seed"])
+        key = (run["variant"], run["k"], run["p"], run["seed"])
         old = best.get(key)
         if old is None or (run["epochs"][-1], run["mtlcm"] is not None) > (
             old["epochs"][-1],
@@ -121,6 +146,10 @@ def paper_cells() -> dict[tuple[str, int, int], tuple[float, float]]:
     }
 
 
+def _cell(var: str, k: int, p: int) -> str:
+    return f"{k}, {p}" + (f" ({var})" if var else "")
+
+
 def tables(runs: list[dict], full: int, escape: float) -> str:
     paper = paper_cells()
     out = [
@@ -135,12 +164,12 @@ def tables(runs: list[dict], full: int, escape: float) -> str:
     for r in runs:
         if r["epochs"][-1] < full:
             continue
-        cells[(r["k"], r["p"])].append(r)
+        cells[(r["variant"], r["k"], r["p"])].append(r)
         mt = "-" if r["mtlcm"] is None else f"{r['mtlcm']:.2f}"
         esc = "yes" if r["cc_min"][-1] > escape else "no"
         out.append(
-            f"| {r['k']}, {r['p']} | {r['seed']} | {r['weak'][-1]:.2f} | "
-            f"{r['cc_min'][-1]:.3f} | {esc} | {mt} |"
+            f"| {_cell(r['variant'], r['k'], r['p'])} | {r['seed']} | "
+            f"{r['weak'][-1]:.2f} | {r['cc_min'][-1]:.3f} | {esc} | {mt} |"
         )
     out += [
         "",
@@ -151,7 +180,7 @@ def tables(runs: list[dict], full: int, escape: float) -> str:
         "| paper MTLCM | Welch p |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for (k, p), rs in sorted(cells.items()):
+    for (var, k, p), rs in sorted(cells.items()):
         weak = [r["weak"][-1] for r in rs]
         mt = [r["mtlcm"] for r in rs if r["mtlcm"] is not None]
         pw, pm = paper[("MTRN-weak", k, p)], paper[("MTLCM", k, p)]
@@ -162,8 +191,9 @@ def tables(runs: list[dict], full: int, escape: float) -> str:
             mm, ms = _mean_std(mt)
             mt_txt = f"{mm:.2f} ± {ms:.2f} ({len(mt)})"
             mt_p = f"{_welch(mt, *pm):.3g}"
+        seeds = ", ".join(str(r["seed"]) for r in rs)
         out.append(
-            f"| {k}, {p} | {len(rs)} ({', '.join(str(r['seed']) for r in rs)}) | "
+            f"| {_cell(var, k, p)} | {len(rs)} ({seeds}) | "
             f"{n_esc} of {len(rs)} | {m:.2f} ± {s:.2f} | {pw[0]:.2f} ± {pw[1]:.2f} | "
             f"{_welch(weak, *pw):.3g} | {mt_txt} | {pm[0]:.2f} ± {pm[1]:.2f} | {mt_p} |"
         )
@@ -172,7 +202,9 @@ def tables(runs: list[dict], full: int, escape: float) -> str:
         out += ["", "Stopped before the last epoch (left out above):", ""]
         for r in stopped:
             out.append(
-                f"- k = {r['k']}, p = {r['p']}, seed {r['seed']}: epoch "
+                f"- k = {r['k']}, p = {r['p']}"
+                + (f" ({r['variant']})" if r["variant"] else "")
+                + f", seed {r['seed']}: epoch "
                 f"{r['epochs'][-1]:,}, weak MCC {r['weak'][-1]:.2f}, smallest "
                 f"canonical correlation {r['cc_min'][-1]:.3f}"
                 + ("" if r["mtlcm"] is None else f", MTLCM {r['mtlcm']:.2f}")
@@ -182,9 +214,11 @@ def tables(runs: list[dict], full: int, escape: float) -> str:
 
 def plot(runs: list[dict], path: str, full: int, escape: float) -> Path:
     """One row pair per p (weak MCC above, smallest canonical correlation below),
-    one column per k; panels without runs are left blank."""
+    one column per k, the authors' configuration only; panels without runs are
+    left blank."""
     plt = _pyplot()
     paper = paper_cells()
+    runs = [r for r in runs if not r["variant"]]
     ks = sorted({r["k"] for r in runs})
     ps = sorted({r["p"] for r in runs})
     fig, axes = plt.subplots(
