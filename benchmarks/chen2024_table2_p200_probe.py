@@ -190,6 +190,13 @@ def main(argv=None):
         "p and seed)",
     )
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument(
+        "--batch",
+        type=int,
+        default=1024,
+        help="minibatch size in samples (the committed configuration: 1,024; the "
+        "reference's older configurations: 256)",
+    )
     ap.add_argument("--epochs", type=int, default=300)
     ap.add_argument("--eval-every", type=int, default=25)
     ap.add_argument("--std-inputs", action="store_true")
@@ -268,7 +275,7 @@ def main(argv=None):
 
     print(json.dumps({"args": vars(args), "data_seed": data_seed}), flush=True)
     cpu0 = _cpu()
-    n, B = len(X), 1024
+    n, B = len(X), args.batch
     rows = [evaluate(0, float("nan"))]
     for epoch in range(1, args.epochs + 1):
         perm = torch.randperm(n)

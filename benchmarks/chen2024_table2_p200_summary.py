@@ -49,6 +49,7 @@ AUTHORS = {
     "layers": 1,
     "torch_decoder": False,
     "lr": 1e-3,
+    "batch": 1024,
     "std_inputs": False,
     "std_targets": False,
     "refit_heads": False,
