@@ -10,7 +10,9 @@ one ``Linear(20 -> T)`` whose output is gathered at the task index, loss 0.5 *
 mean squared error, Adam with a constant learning rate (1e-3), minibatches of
 1024 samples shuffled across tasks, no validation split, no early stopping, no
 head refit; the last epoch is kept. Switches turn single choices into ours
-(``--std-inputs``, ``--std-targets``, ``--refit-heads``, ``--hidden``, ``--lr``).
+(``--std-inputs``, ``--std-targets``, ``--refit-heads``, ``--hidden``, ``--lr``);
+``--layers 2`` and ``--batch 256`` try the reference's other extractor depth and its
+older configurations' batch, and ``--torch-decoder`` its own decoder draw.
 
 Every ``--eval-every`` epochs it prints the training loss, the MTRN weak MCC
 (the paper's protocol: CCA to 20 dimensions on the study's pooled random
