@@ -2,7 +2,8 @@
 
 Reads the JSON files that ``chen2024_table2_p200_probe.py --json`` writes (from
 the folders or files given), groups the runs by (k, p) and, for the runs trained
-to ``--epochs`` (default 2,000, the reference's count), prints one markdown table
+to ``--epochs`` (default 2,000, the reference's count; a longer run is read at
+that epoch), prints one markdown table
 per run (weak MCC at the last epoch, smallest canonical correlation, escaped or
 not, MTLCM when fitted) and one per cell: the mean ± std (ddof 0, as the vs-paper
 documents) over seeds of the weak MCC and of MTLCM, the number of seeds that left
@@ -151,6 +152,18 @@ def _cell(var: str, k: int, p: int) -> str:
     return f"{k}, {p}" + (f" ({var})" if var else "")
 
 
+def _at_epoch(run: dict, full: int) -> dict | None:
+    """The run as it stood at epoch ``full`` (None if not evaluated there); a
+    longer run is cut there, without its MTLCM, which is fitted at the end only."""
+    if full not in run["epochs"]:
+        return None
+    i = run["epochs"].index(full) + 1
+    if i == len(run["epochs"]):
+        return run
+    cut = {key: run[key][:i] for key in ("epochs", "weak", "cc_min")}
+    return {**run, **cut, "mtlcm": None}
+
+
 def tables(runs: list[dict], full: int, escape: float) -> str:
     paper = paper_cells()
     out = [
@@ -162,9 +175,7 @@ def tables(runs: list[dict], full: int, escape: float) -> str:
         "|---|---|---|---|---|---|",
     ]
     cells = defaultdict(list)
-    for r in runs:
-        if r["epochs"][-1] < full:
-            continue
+    for r in filter(None, (_at_epoch(r, full) for r in runs)):
         cells[(r["variant"], r["k"], r["p"])].append(r)
         mt = "-" if r["mtlcm"] is None else f"{r['mtlcm']:.2f}"
         esc = "yes" if r["cc_min"][-1] > escape else "no"
