@@ -15,7 +15,11 @@ sets further estimator parameters on the refits (e.g. the multi-task rows'
 for docs/notes.md, "Coordinator, stop 29" (Table 1, iVAE at k = 4, d = 5),
 "Coordinator, stop 30" (Table 2, iVAE at k = 4, p = 50), "Coordinator, stop
 31" (Table 2, cap 300 and no early stopping) and "Coordinator, stop 32" (Table
-1, iVAE with the multi-task rows' settings).
+1, iVAE with the multi-task rows' settings). ``--icarl-hessian row-sums``
+refits iCaRL / MT-iCaRL with the score-matching defect of a public NF-iVAE
+re-implementation (the Hessian's row sums for its diagonal, see
+``_icarl_defects.py``; the lines then end with ``hessian=row-sums``), used
+for "Coordinator, stop 44" (Tables 1 and 2, the iCaRL rows above the paper).
 
 Usage::
 
@@ -33,6 +37,7 @@ import argparse
 import dataclasses
 import time
 
+from _icarl_defects import HESSIAN_CHOICES, use_hessian_row_sums
 from _probe_params import parse_params
 from identrep.experiments import get_study
 from identrep.experiments.studies import _chen2024 as chen
@@ -69,7 +74,16 @@ def main() -> None:
         "name that is not a hyperparameter of the estimator, such as whiten on "
         "IVAE, is set as an attribute, which BaseVAE._whitening reads)",
     )
+    ap.add_argument(
+        "--icarl-hessian",
+        choices=HESSIAN_CHOICES,
+        default="diagonal",
+        help="second-order term of iCaRL's score matching: 'diagonal' (identrep's, "
+        "exact) or 'row-sums' (the defect of a public re-implementation)",
+    )
     args = ap.parse_args()
+    if args.icarl_hessian == "row-sums":
+        use_hessian_row_sums()
     overrides = parse_params(args.set, "--set")
     if args.patience is not None:
         overrides["patience"] = None if args.patience == "none" else int(args.patience)
@@ -108,7 +122,8 @@ def main() -> None:
                 f"pooled={m['mcc_pooled']:.4f} best_epoch={m['best_epoch']} "
                 f"epochs={m['epochs']} cpu_s={time.process_time() - t0:.1f}"
                 + ("" if args.patience is None else f" patience={args.patience}")
-                + tag,
+                + tag
+                + ("" if args.icarl_hessian == "diagonal" else " hessian=row-sums"),
                 flush=True,
             )
 

@@ -1,0 +1,55 @@
+"""Known defects of third-party iCaRL code, replayed on identrep's iCaRL for probes.
+
+No official iCaRL code exists (Lu et al., 2022); Chen et al. (2024) do not say
+which implementation gave their iCaRL and MT-iCaRL rows. One public NF-iVAE
+re-implementation (``../shared/reference/baselines.md``, section 2.4) computes the
+second-order term of the score-matching objective as ``grad(sum(grad log p~), z)``:
+the Hessian's *row sums* ``(H 1)_j`` instead of its diagonal ``H_jj``. Per sample
+its objective is
+
+    J_rows(z) = sum_j (H 1)_j + 0.5 |s(z)|^2 = 1^T H 1 + 0.5 |s(z)|^2,
+
+the correct ``tr H + 0.5 |s|^2`` plus the sum of the off-diagonal entries of H.
+With a factorised prior the two agree; with T_NN's coupling the extra term rewards
+negative curvature along the all-ones direction, so the prior is fitted to the
+wrong target and the encoder, trained against that prior, follows it.
+
+:func:`use_hessian_row_sums` swaps identrep's exact objective for this one in the
+iCaRL loss (``identrep.models.vae._icarl_loss``); nothing in ``src`` changes.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from identrep.models.vae import _icarl_loss
+
+__all__ = ["HESSIAN_CHOICES", "row_sum_score_matching", "use_hessian_row_sums"]
+
+HESSIAN_CHOICES = ("diagonal", "row-sums")
+
+
+def row_sum_score_matching(prior, z: Tensor, u: Tensor) -> Tensor:
+    """``1^T H 1 + 0.5 |s|^2`` per sample, shape (batch,): the defective objective.
+
+    Gradients reach the prior's parameters and u (``create_graph``), never z's
+    producer (z is detached), as in identrep's exact objective.
+    """
+    with torch.enable_grad():
+        z = z.detach().requires_grad_(True)
+        log_p = prior.log_prob(z, u)
+        (score,) = torch.autograd.grad(log_p.sum(), z, create_graph=True)
+        (rows,) = torch.autograd.grad(score.sum(), z, create_graph=True)
+    return rows.sum(-1) + 0.5 * score.square().sum(-1)
+
+
+def use_hessian_row_sums() -> None:
+    """Make every iCaRL / MT-iCaRL fit in this process use
+    :func:`row_sum_score_matching` (both ``score_matching`` methods are replaced;
+    the probes use the exact one)."""
+
+    def patched(prior, z, u, *, method="exact", projections=None):
+        return row_sum_score_matching(prior, z, u)
+
+    _icarl_loss.expfam_score_matching = patched
