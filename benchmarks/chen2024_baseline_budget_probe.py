@@ -19,7 +19,12 @@ for docs/notes.md, "Coordinator, stop 29" (Table 1, iVAE at k = 4, d = 5),
 refits iCaRL / MT-iCaRL with the score-matching defect of a public NF-iVAE
 re-implementation (the Hessian's row sums for its diagonal, see
 ``_icarl_defects.py``; the lines then end with ``hessian=row-sums``), used
-for "Coordinator, stop 44" (Tables 1 and 2, the iCaRL rows above the paper).
+for "Coordinator, stop 44" (Table 1, the iCaRL rows above the paper), where
+``--caps 1 --set lr=1e-9`` also scored the untrained encoders of Tables 1 and 2.
+``--latent-stats`` adds a line per fit on how many latents are in use (after
+Burda et al., 2016: a latent is active when the variance over the samples of
+its encoder mean exceeds 0.01; the posterior variance is the encoder's, averaged
+over the samples), to tell variational overpruning apart.
 
 Usage::
 
@@ -36,6 +41,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+
+import numpy as np
 
 from _icarl_defects import HESSIAN_CHOICES, use_hessian_row_sums
 from _probe_params import parse_params
@@ -81,6 +88,12 @@ def main() -> None:
         help="second-order term of iCaRL's score matching: 'diagonal' (identrep's, "
         "exact) or 'row-sums' (the defect of a public re-implementation)",
     )
+    ap.add_argument(
+        "--latent-stats",
+        action="store_true",
+        help="after each fit, print the active latents (variance of the encoder "
+        "mean over the samples above 0.01) and the mean posterior variance",
+    )
     args = ap.parse_args()
     if args.icarl_hessian == "row-sums":
         use_hessian_row_sums()
@@ -100,6 +113,16 @@ def main() -> None:
             return est
 
         chen.baseline_estimator = with_overrides  # looked up by baseline_fit's fit
+    built = []
+    if args.latent_stats:
+        build_stats = chen.baseline_estimator
+
+        def keeping(*a, **kw):
+            est = build_stats(*a, **kw)
+            built.append(est)
+            return est
+
+        chen.baseline_estimator = keeping
     tag = "".join(f" {k}={v}" for k, v in overrides.items() if k != "patience")
     field, letter = SECOND[args.study]
     want = [tuple(int(v) for v in c.split(",")) for c in args.configs]
@@ -126,6 +149,21 @@ def main() -> None:
                 + ("" if args.icarl_hessian == "diagonal" else " hessian=row-sums"),
                 flush=True,
             )
+            if args.latent_stats:
+                print(latent_stats(built[-1], data), flush=True)
+
+
+def latent_stats(model, data) -> str:
+    """One line: active latents, the variances of their encoder means, and the
+    mean posterior variance per latent (sorted by activity)."""
+    mean, var = model.encode(data.X, data.y, task_ids=data.task_ids)
+    activity = np.sort(mean.var(axis=0))[::-1]
+    post = var.mean(axis=0)[np.argsort(mean.var(axis=0))[::-1]]
+    return (
+        f"  latents active={int((activity > 0.01).sum())}/{activity.size} "
+        f"var_of_means=[{' '.join(f'{v:.3g}' for v in activity)}] "
+        f"posterior_var=[{' '.join(f'{v:.3g}' for v in post)}]"
+    )
 
 
 if __name__ == "__main__":
