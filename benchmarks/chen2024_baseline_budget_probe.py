@@ -100,29 +100,21 @@ def main() -> None:
     overrides = parse_params(args.set, "--set")
     if args.patience is not None:
         overrides["patience"] = None if args.patience == "none" else int(args.patience)
-    if overrides:
-        build = chen.baseline_estimator
+    build = chen.baseline_estimator
+    last = []  # the estimator of the latest fit, for --latent-stats
 
-        def with_overrides(*a, **kw):
-            est = build(*a, **kw)
+    def probe_estimator(*a, **kw):
+        est = build(*a, **kw)
+        if overrides:
             known = est.get_params()
             est.set_params(**{k: v for k, v in overrides.items() if k in known})
             for k, v in overrides.items():  # e.g. whiten on the single-task IVAE,
                 if k not in known:  # read by BaseVAE._whitening where present
                     setattr(est, k, v)
-            return est
+        last[:] = [est]
+        return est
 
-        chen.baseline_estimator = with_overrides  # looked up by baseline_fit's fit
-    built = []
-    if args.latent_stats:
-        build_stats = chen.baseline_estimator
-
-        def keeping(*a, **kw):
-            est = build_stats(*a, **kw)
-            built.append(est)
-            return est
-
-        chen.baseline_estimator = keeping
+    chen.baseline_estimator = probe_estimator  # looked up by baseline_fit's fit
     tag = "".join(f" {k}={v}" for k, v in overrides.items() if k != "patience")
     field, letter = SECOND[args.study]
     want = [tuple(int(v) for v in c.split(",")) for c in args.configs]
@@ -150,15 +142,16 @@ def main() -> None:
                 flush=True,
             )
             if args.latent_stats:
-                print(latent_stats(built[-1], data), flush=True)
+                print(latent_stats(last[0], data), flush=True)
 
 
 def latent_stats(model, data) -> str:
     """One line: active latents, the variances of their encoder means, and the
     mean posterior variance per latent (sorted by activity)."""
     mean, var = model.encode(data.X, data.y, task_ids=data.task_ids)
-    activity = np.sort(mean.var(axis=0))[::-1]
-    post = var.mean(axis=0)[np.argsort(mean.var(axis=0))[::-1]]
+    spread = mean.var(axis=0)
+    order = np.argsort(spread)[::-1]
+    activity, post = spread[order], var.mean(axis=0)[order]
     return (
         f"  latents active={int((activity > 0.01).sum())}/{activity.size} "
         f"var_of_means=[{' '.join(f'{v:.3g}' for v in activity)}] "
