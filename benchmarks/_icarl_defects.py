@@ -16,6 +16,18 @@ wrong target and the encoder, trained against that prior, follows it.
 
 :func:`use_hessian_row_sums` swaps identrep's exact objective for this one in the
 iCaRL loss (``identrep.models.vae._icarl_loss``); nothing in ``src`` changes.
+
+The objective's other stop-gradient is a second place where an implementation can
+depart: the ELBO's prior term log p~(z | u) has no normaliser C(u), so it may
+train the encoder and decoder only (identrep: the prior's parameters and u
+detached there, the gradient-correct two-part objective of Lu et al.). The
+reference notes that re-implementations update the two parts "alternating or
+joint"; a joint update that forgets the stop-gradient lets the unnormalised log
+prior pull the prior's parameters towards higher p~ at the encoder's samples,
+which nothing normalises (a flatter or shifted prior), against score matching.
+:func:`use_undetached_elbo_prior` replays that: the ELBO's prior term then trains
+the prior and its conditioner too. It is a candidate, not a defect read in any
+named code.
 """
 
 from __future__ import annotations
@@ -25,9 +37,16 @@ from torch import Tensor
 
 from identrep.models.vae import _icarl_loss
 
-__all__ = ["HESSIAN_CHOICES", "row_sum_score_matching", "use_hessian_row_sums"]
+__all__ = [
+    "ELBO_PRIOR_CHOICES",
+    "HESSIAN_CHOICES",
+    "row_sum_score_matching",
+    "use_hessian_row_sums",
+    "use_undetached_elbo_prior",
+]
 
 HESSIAN_CHOICES = ("diagonal", "row-sums")
+ELBO_PRIOR_CHOICES = ("detached", "undetached")
 
 
 def row_sum_score_matching(prior, z: Tensor, u: Tensor) -> Tensor:
@@ -53,3 +72,18 @@ def use_hessian_row_sums() -> None:
         return row_sum_score_matching(prior, z, u)
 
     _icarl_loss.expfam_score_matching = patched
+
+
+def use_undetached_elbo_prior() -> None:
+    """Make every iCaRL / MT-iCaRL fit in this process evaluate the ELBO's prior
+    term with live prior parameters and u (``detach_params`` ignored), so the
+    unnormalised log prior trains the prior and its conditioner as well as the
+    encoder and decoder. Score matching is unchanged."""
+    from identrep.models.nn.icarl import ExpFamPrior
+
+    original = ExpFamPrior.log_prob
+
+    def log_prob(self, z, u, *, detach_params=False):
+        return original(self, z, u, detach_params=False)
+
+    ExpFamPrior.log_prob = log_prob

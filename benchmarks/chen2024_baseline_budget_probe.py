@@ -21,6 +21,9 @@ re-implementation (the Hessian's row sums for its diagonal, see
 ``_icarl_defects.py``; the lines then end with ``hessian=row-sums``), used
 for "Coordinator, stop 44" (Table 1, the iCaRL rows above the paper), where
 ``--caps 1 --set lr=1e-9`` also scored the untrained encoders of Tables 1 and 2.
+``--icarl-elbo-prior undetached`` lets the ELBO's unnormalised prior term train
+the prior too (a joint update without the stop-gradient, ``_icarl_defects.py``;
+lines end with ``elbo_prior=undetached``), used for "Coordinator, stop 45".
 ``--latent-stats`` adds a line per fit on how many latents are in use (after
 Burda et al., 2016: a latent is active when the variance over the samples of
 its encoder mean exceeds 0.01; the posterior variance is the encoder's, averaged
@@ -44,7 +47,12 @@ import time
 
 import numpy as np
 
-from _icarl_defects import HESSIAN_CHOICES, use_hessian_row_sums
+from _icarl_defects import (
+    ELBO_PRIOR_CHOICES,
+    HESSIAN_CHOICES,
+    use_hessian_row_sums,
+    use_undetached_elbo_prior,
+)
 from _probe_params import parse_params
 from identrep.experiments import get_study
 from identrep.experiments.studies import _chen2024 as chen
@@ -89,6 +97,14 @@ def main() -> None:
         "exact) or 'row-sums' (the defect of a public re-implementation)",
     )
     ap.add_argument(
+        "--icarl-elbo-prior",
+        choices=ELBO_PRIOR_CHOICES,
+        default="detached",
+        help="the ELBO's unnormalised prior term: 'detached' (identrep's: it trains "
+        "the encoder and decoder only) or 'undetached' (it trains the prior too, "
+        "a joint update without the stop-gradient)",
+    )
+    ap.add_argument(
         "--latent-stats",
         action="store_true",
         help="after each fit, print the active latents (variance of the encoder "
@@ -97,6 +113,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.icarl_hessian == "row-sums":
         use_hessian_row_sums()
+    if args.icarl_elbo_prior == "undetached":
+        use_undetached_elbo_prior()
     overrides = parse_params(args.set, "--set")
     if args.patience is not None:
         overrides["patience"] = None if args.patience == "none" else int(args.patience)
@@ -138,7 +156,12 @@ def main() -> None:
                 f"epochs={m['epochs']} cpu_s={time.process_time() - t0:.1f}"
                 + ("" if args.patience is None else f" patience={args.patience}")
                 + tag
-                + ("" if args.icarl_hessian == "diagonal" else " hessian=row-sums"),
+                + ("" if args.icarl_hessian == "diagonal" else " hessian=row-sums")
+                + (
+                    ""
+                    if args.icarl_elbo_prior == "detached"
+                    else " elbo_prior=undetached"
+                ),
                 flush=True,
             )
             if args.latent_stats:
