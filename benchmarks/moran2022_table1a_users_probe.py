@@ -48,6 +48,9 @@ from identrep.experiments.studies import _moran2022 as mo
 from identrep.experiments.studies import moran2022_table1a as t1a
 from identrep.utils.seeding import derive_seed
 
+#: One colour per row in every plot of this probe.
+COLOURS = ("VAE", "SparseVAE", "BetaVAE", "VSC", "VAE_KL1overK", "SVAE_KL1overK")
+
 
 def popularity_nll(X_train, X_test) -> float:
     """Every test row scored with the training rows' item frequencies."""
@@ -132,7 +135,8 @@ def draw(curves: dict, path: str, title: str) -> None:
     fig, ax = plt.subplots(figsize=(6, 4))
     for model, pts in sorted(curves.items()):
         n, mean, std = np.array(pts).T
-        ax.errorbar(n, mean, yerr=std, marker="o", capsize=3, label=model)
+        color = f"C{COLOURS.index(model)}" if model in COLOURS else None
+        ax.errorbar(n, mean, yerr=std, marker="o", capsize=3, label=model, color=color)
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("training users (MovieLens 100K, fixed 141 test users)")
