@@ -19,7 +19,9 @@ study's results.csv for the fraction-1 rows not refitted) and prints, per model
 and training-set size, the mean ± std over splits of the NLL and of its paired
 difference to NMF on the same split and subset, and per model the change of that
 difference per doubling of the training users (least squares on log2 of the
-users, per split, then mean ± std).
+users, per split, then mean ± std). ``--ranking`` adds the study's Recall@5 and
+NDCG@10 (same rows and fold-in) to each line, and ``--summary --metric`` reads
+one of them instead of the NLL (x100).
 
 Usage (MovieLens 100K from ``pip install --no-deps recbole``)::
 
@@ -60,24 +62,36 @@ def popularity_nll(X_train, X_test) -> float:
     return float(-(Xte * np.log(freq + 1e-6)).sum(1).mean())
 
 
-def read_lines(paths, stored=None) -> dict:
-    """{(model, split, n_train): nll} from the probe's output files and, for
-    models and splits without a refitted full-size row, the stored records."""
+#: Columns ``--summary`` can read (the ranking ones need ``--ranking`` runs),
+#: with the factor they are printed at.
+METRICS = {
+    "nll": 1.0,
+    "recall_at_5_same_rows": 100.0,
+    "ndcg_at_10_same_rows": 100.0,
+    "recall_at_5": 100.0,
+    "ndcg_at_10": 100.0,
+}
+
+
+def read_lines(paths, stored=None, metric="nll") -> dict:
+    """{(model, split, n_train): value of ``metric``} from the probe's output
+    files and, for models and splits without a refitted full-size row, the stored
+    records."""
     out = {}
     for path in paths:
         with open(path) as fh:
             for line in fh:
                 f = dict(re.findall(r"(\w+)=(\S+)", line))
-                if "nll" in f:
+                if metric in f:
                     out[f["model"], int(f["split"]), int(f["n_train"])] = float(
-                        f["nll"]
+                        f[metric]
                     )
     if stored:
         with open(stored) as fh:
             for row in csv.DictReader(fh):
                 key = (row["model"], int(row["seed"]), int(row["n_train"]))
                 if any(k[:2] == key[:2] for k in out):
-                    out.setdefault(key, float(row["nll"]))
+                    out.setdefault(key, float(row[metric]))
     return out
 
 
@@ -86,24 +100,28 @@ def _mean_std(values) -> str:
     return f"{v.mean():+.2f} ± {v.std(ddof=1):.2f}" if v.size > 1 else "-"
 
 
-def summarise(nll: dict, plot=None, title="") -> None:
+def summarise(nll: dict, plot=None, title="", metric="nll") -> None:
     """Per model and size: NLL and its paired difference to NMF; the slope of
     that difference per doubling of the users. ``plot``: a PNG of the paired
     difference against the users (mean ± std over splits)."""
     table = collections.defaultdict(dict)  # (model, users) -> {split: nll}
     for (model, split, n), v in nll.items():
-        table[model, n][split] = v
+        table[model, n][split] = v * METRICS[metric]
     if not any(model == "NMF" for model, _ in table):
         raise SystemExit("--summary needs the NMF rows (the paired baseline).")
-    print("| model | users | splits | NLL | minus NMF (paired) |")
+    label = "NLL" if metric == "nll" else f"{metric} x100"
+    print(f"| model | users | splits | {label} | minus NMF (paired) |")
     print("|---|---|---|---|---|")
     points = collections.defaultdict(list)  # (model, split) -> [(log2 n, diff)]
+    levels = collections.defaultdict(list)  # (model, split) -> [(log2 n, value)]
     curves = collections.defaultdict(list)  # model -> [(n, mean, std)]
     for model, n in sorted(table):
         cells, nmf = table[model, n], table.get(("NMF", n), {})
         diffs = {s: v - nmf[s] for s, v in cells.items() if s in nmf}
         for s, d in diffs.items():
             points[model, s].append((math.log2(n), d))
+        for s, v in cells.items():
+            levels[model, s].append((math.log2(n), v))
         if model != "NMF" and len(diffs) > 1:
             d = np.array(list(diffs.values()))
             curves[model].append((n, d.mean(), d.std(ddof=1)))
@@ -112,20 +130,27 @@ def summarise(nll: dict, plot=None, title="") -> None:
             f"{_mean_std(list(cells.values())).lstrip('+')} | "
             f"{_mean_std(list(diffs.values()))} |"
         )
-    print("\n| model | minus NMF, change per doubling of the users | splits |")
-    print("|---|---|---|")
-    for model in sorted({m for m, _ in points} - {"NMF"}):
-        slopes = [
-            np.polyfit(*np.array(pts).T, 1)[0]
-            for (m, _), pts in points.items()
-            if m == model and len(pts) > 2
-        ]
-        print(f"| {model} | {_mean_std(slopes)} | {len(slopes)} |")
+    print(
+        "\n| model | change per doubling of the users | minus NMF, change per "
+        "doubling | splits |"
+    )
+    print("|---|---|---|---|")
+    for model in sorted({m for m, _ in levels}):
+        own, paired = (
+            [
+                np.polyfit(*np.array(pts).T, 1)[0]
+                for (m, _), pts in series.items()
+                if m == model and len(pts) > 2
+            ]
+            for series in (levels, points)
+        )
+        paired_text = "-" if model == "NMF" else _mean_std(paired)
+        print(f"| {model} | {_mean_std(own)} | {paired_text} | {len(own)} |")
     if plot:
-        draw(curves, plot, title)
+        draw(curves, plot, title, metric)
 
 
-def draw(curves: dict, path: str, title: str) -> None:
+def draw(curves: dict, path: str, title: str, metric: str = "nll") -> None:
     """The paired difference to NMF against the training users, one line a model."""
     import matplotlib
 
@@ -140,7 +165,11 @@ def draw(curves: dict, path: str, title: str) -> None:
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("training users (MovieLens 100K, fixed 141 test users)")
-    ax.set_ylabel("held-out NLL minus NMF's (nats, paired)")
+    ax.set_ylabel(
+        "held-out NLL minus NMF's (nats, paired)"
+        if metric == "nll"
+        else f"{metric} x100 minus NMF's (paired)"
+    )
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -163,9 +192,22 @@ def main() -> None:
     ap.add_argument("--stored", help="the study's results.csv (fraction-1 rows)")
     ap.add_argument("--plot", help="with --summary: write this PNG")
     ap.add_argument("--title", default="", help="the plot's title")
+    ap.add_argument(
+        "--metric", default="nll", choices=sorted(METRICS), help="with --summary"
+    )
+    ap.add_argument(
+        "--ranking",
+        action="store_true",
+        help="also print Recall@5 / NDCG@10, same rows and fold-in (the study's)",
+    )
     args = ap.parse_args()
     if args.summary:
-        summarise(read_lines(args.summary, args.stored), args.plot, args.title)
+        summarise(
+            read_lines(args.summary, args.stored, args.metric),
+            args.plot,
+            args.title,
+            args.metric,
+        )
         return
     if any(not 0 < f <= 1 for f in args.fractions):
         raise SystemExit(f"--fractions must lie in (0, 1]; got {args.fractions}.")
@@ -190,12 +232,18 @@ def main() -> None:
                 run, sub, cfg.model_seed(), "categorical", needs=("heldout_nll",)
             )
             cpu = time.process_time() - t0
+            ranks = ""
+            if args.ranking:
+                scores = mo.ranking_scores(
+                    est, split.X_test, seed=derive_seed("fold-in", *cfg.data_key())
+                )
+                ranks = "".join(f"{k}={scores[k]:.4f} " for k in METRICS if k in scores)
             print(
                 f"split={cfg.seed} model={cfg.model} fraction={frac:g} n_train={m} "
                 f"epochs={run.max_epochs} "
                 f"nll={mo.heldout_nll(est, split.X_test):.3f} "
                 f"popularity_nll={popularity_nll(sub.X_train, split.X_test):.3f} "
-                f"cpu={cpu:.1f}s",
+                f"{ranks}cpu={cpu:.1f}s",
                 flush=True,
             )
 
