@@ -1,12 +1,15 @@
 """What the Moran et al. (2022) probes share: the validation carving of a table's
 training rows (``moran2022_prior_weight_sweep.py``, ``moran2022_oivae_probe.py``,
-``moran2022_vsc_probe.py``) and the fit-and-score line of a probe."""
+``moran2022_vsc_probe.py``), the fit-and-score line of a probe, and the item /
+word popularity baseline (``moran2022_oivae_popularity.py``,
+``moran2022_table1a_users_probe.py``)."""
 
 from __future__ import annotations
 
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from identrep.utils.seeding import derive_seed
 
@@ -35,3 +38,21 @@ def fit_and_score(est, X_fit, X_val, X_test) -> str:
         f"val={mo.heldout_nll(est, X_val):.2f} "
         f"test={mo.heldout_nll(est, X_test):.2f}"
     )
+
+
+def dense(M) -> np.ndarray:
+    """``M`` as a dense float array (CSR rows are densified)."""
+    return M.toarray() if sp.issparse(M) else np.asarray(M, float)
+
+
+def item_frequencies(X_train) -> np.ndarray:
+    """The training rows' item (word) frequencies, summing to 1."""
+    Xtr = dense(X_train)
+    return Xtr.sum(0) / Xtr.sum()
+
+
+def popularity_nll(X_train, X_test) -> float:
+    """Multinomial NLL per test row when every row is scored with the training
+    rows' item frequencies (the authors' +1e-6 inside the log)."""
+    freq = item_frequencies(X_train)
+    return float(-(dense(X_test) * np.log(freq + 1e-6)).sum(1).mean())

@@ -22,13 +22,10 @@ import importlib
 import numpy as np
 import scipy.sparse as sp
 
+from _moran2022_probes import dense, item_frequencies, popularity_nll
 from identrep.experiments import get_study
 from identrep.experiments.studies import _moran2022 as mo
 from identrep.metrics import ndcg_at_k, ranking_split, recall_at_k
-
-
-def dense(M) -> np.ndarray:
-    return M.toarray() if sp.issparse(M) else np.asarray(M, float)
 
 
 def main() -> None:
@@ -43,9 +40,9 @@ def main() -> None:
         est, _ = mo.fit_estimator(
             cfg, split, cfg.model_seed(), "categorical", needs=("heldout_nll",)
         )
-        Xtr, Xte = dense(split.X_train), dense(split.X_test)
-        freq = Xtr.sum(0) / Xtr.sum()
-        pop = float(-(Xte * np.log(freq + 1e-6)).sum(1).mean())
+        Xte = dense(split.X_test)
+        freq = item_frequencies(split.X_train)
+        pop = popularity_nll(split.X_train, split.X_test)
         line = (
             f"{cfg.table} sigma_pct={cfg.sigma_pct} split={cfg.seed} "
             f"links={int((est.group_norms_ > 0).sum())}/{est.group_norms_.size} "

@@ -28,10 +28,10 @@ std). ``--plot`` draws the difference.
 
 Usage (MovieLens 100K from ``pip install --no-deps recbole``)::
 
-    OMP_NUM_THREADS=1 PYTHONPATH=src \\
+    OMP_NUM_THREADS=1 PYTHONPATH=src:benchmarks \\
         python benchmarks/moran2022_table1a_users_probe.py \\
         --splits 0 1 --models NMF VAE --fractions 0.125 0.25 0.5 1 > out.txt
-    PYTHONPATH=src python benchmarks/moran2022_table1a_users_probe.py \\
+    PYTHONPATH=src:benchmarks python benchmarks/moran2022_table1a_users_probe.py \\
         --summary out.txt --stored docs/results/moran2022_table1a/results.csv
 """
 
@@ -46,8 +46,8 @@ import re
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
+from _moran2022_probes import popularity_nll
 from identrep.experiments import get_study
 from identrep.experiments.studies import _moran2022 as mo
 from identrep.experiments.studies import moran2022_table1a as t1a
@@ -55,14 +55,6 @@ from identrep.utils.seeding import derive_seed
 
 #: One colour per row in every plot of this probe.
 COLOURS = ("VAE", "SparseVAE", "BetaVAE", "VSC", "VAE_KL1overK", "SVAE_KL1overK")
-
-
-def popularity_nll(X_train, X_test) -> float:
-    """Every test row scored with the training rows' item frequencies."""
-    Xtr = X_train.toarray() if sp.issparse(X_train) else np.asarray(X_train, float)
-    Xte = X_test.toarray() if sp.issparse(X_test) else np.asarray(X_test, float)
-    freq = Xtr.sum(0) / Xtr.sum()
-    return float(-(Xte * np.log(freq + 1e-6)).sum(1).mean())
 
 
 #: Columns ``--summary`` can read (the ranking ones need ``--ranking`` runs),
@@ -103,12 +95,12 @@ def _mean_std(values) -> str:
     return f"{v.mean():+.2f} ± {v.std(ddof=1):.2f}" if v.size > 1 else "-"
 
 
-def summarise(nll: dict, plot=None, title="", metric="nll") -> None:
-    """Per model and size: NLL and its paired difference to NMF; the slope of
-    that difference per doubling of the users. ``plot``: a PNG of the paired
-    difference against the users (mean ± std over splits)."""
-    table = collections.defaultdict(dict)  # (model, users) -> {split: nll}
-    for (model, split, n), v in nll.items():
+def summarise(values: dict, plot=None, title="", metric="nll") -> None:
+    """Per model and size: ``metric`` and its paired difference to NMF; per
+    model, the slopes of both per doubling of the users. ``plot``: a PNG of the
+    paired difference against the users (mean ± std over splits)."""
+    table = collections.defaultdict(dict)  # (model, users) -> {split: value}
+    for (model, split, n), v in values.items():
         table[model, n][split] = v * METRICS[metric]
     if not any(model == "NMF" for model, _ in table):
         raise SystemExit("--summary needs the NMF rows (the paired baseline).")
