@@ -41,6 +41,13 @@ arithmetic, numpy's shuffling instead of torch's DataLoader; the initial
 parameters are the reference's draws (``torch.manual_seed(seed)``, then its
 module's parameters in its order).
 
+``--features-dir DIR --data known-tc|tc-leak|study`` takes the seeds' features,
+latents and log-likelihoods from ``table3_mtrn_recipe_probe.py --mtlcm --save DIR``
+instead (files ``d<d>-<data>-<recipe>-seed<s>.npz``, ``--recipe`` study or
+authors) and the targets of that
+``--data``: with ``tc-leak`` the reference's own 81 tasks and 87 inputs on the
+19,137 materials with a critical temperature.
+
 Run from the repository root, e.g.::
 
     IDENTREP_DATA=/work/shared/data PYTHONPATH=src python \\
@@ -94,10 +101,39 @@ def load_seeds(run: str, d: int) -> dict[int, dict]:
     return out
 
 
-def standardised_targets() -> np.ndarray:
-    """The study's targets (21,263 x 80), standardised per task as the reference
-    does (StandardScaler: population std)."""
-    Y = load_real_data(None).Y
+def load_saved_seeds(
+    folder: str, d: int, data: str, recipe: str, seeds
+) -> dict[int, dict]:
+    """Seed index -> {features, latents, log_likelihood} written by
+    ``table3_mtrn_recipe_probe.py --mtlcm --save``."""
+    out = {}
+    for s in seeds:
+        path = Path(folder) / f"d{d}-{data}-{recipe}-seed{s}.npz"
+        if not path.exists():
+            raise FileNotFoundError(
+                f"{path}: expected the saved features of seed {s} at d = {d} "
+                f"(table3_mtrn_recipe_probe.py --mtlcm --data {data} "
+                f"--recipes {recipe} --save {folder})"
+            )
+        with np.load(path) as z:
+            out[s] = {
+                "features": z["features"].astype(np.float64),
+                "latents": z["latents"].astype(np.float64),
+                "log_likelihood": float(z["log_likelihood"]),
+            }
+    return out
+
+
+def standardised_targets(data: str | None = None) -> np.ndarray:
+    """The study's targets (21,263 x 80), or those of the recipe probe's
+    ``--data``, standardised per task as the reference does (StandardScaler:
+    population std)."""
+    if data is None:
+        Y = load_real_data(None).Y
+    else:
+        from table3_mtrn_recipe_probe import load_data
+
+        Y = load_data(data)[1]
     if np.isnan(Y).any():
         raise ValueError("the Table 3 targets have missing entries; expected none")
     return (Y - Y.mean(0)) / Y.std(0)
@@ -335,13 +371,28 @@ def main(argv=None):
         help="compare the gradient with the reference loss's autograd first",
     )
     ap.add_argument("--out", help="write the numbers as JSON here")
+    ap.add_argument(
+        "--features-dir",
+        help="the recipe probe's --save folder instead of the study's runs",
+    )
+    ap.add_argument("--data", choices=("study", "known-tc", "tc-leak"), default="study")
+    ap.add_argument(
+        "--recipe",
+        default="study",
+        help="with --features-dir: the recipe probe's MTRN recipe of the files",
+    )
     args = ap.parse_args(argv)
     t_start = time.process_time()
-    Ys = standardised_targets()
+    Ys = standardised_targets(args.data if args.features_dir else None)
     result = {"args": vars(args), "d": {}}
     for d in args.d:
-        seeds = load_seeds(RUNS[d], d)
-        seeds = {s: seeds[s] for s in args.seeds}
+        if args.features_dir:
+            seeds = load_saved_seeds(
+                args.features_dir, d, args.data, args.recipe, args.seeds
+            )
+        else:
+            seeds = load_seeds(RUNS[d], d)
+            seeds = {s: seeds[s] for s in args.seeds}
         if args.check:
             first = seeds[min(seeds)]
             result.setdefault("check", {})[d] = check_gradient(
@@ -362,7 +413,11 @@ def main(argv=None):
             fits[s] = fit
             ours[s] = {  # keys apart from the reference fit's "ll", "ll_profiled"
                 "ll_ours_profiled": ll_ours,
-                "ll_ours_record": run["record"]["metrics"]["log_likelihood"],
+                "ll_ours_record": (
+                    run["log_likelihood"]
+                    if "log_likelihood" in run
+                    else run["record"]["metrics"]["log_likelihood"]
+                ),
                 "final_A": fit["snapshots"][-1][0].tolist(),
             }
             first, last = fit["epoch_loss"][0], fit["epoch_loss"][-1]

@@ -12,7 +12,9 @@ MCC with Spearman correlations (``--spearman``: the paper's baseline metric is
 not published, its MTLCM agreement is Pearson), and how far each latent is a
 single input (``--alignment``: per latent the largest |Spearman| with one of the
 86 element counts, and in how many matched cross-seed pairs both latents follow
-the same element). Needs ``IDENTREP_DATA``; run from the repository root, e.g.::
+the same element) and the share of the latents' variance on their first
+principal direction per seed (``--shares``: near 1 when the latents collapse
+onto one direction). Needs ``IDENTREP_DATA``; run from the repository root, e.g.::
 
     IDENTREP_DATA=/work/shared/data PYTHONPATH=src OMP_NUM_THREADS=1 \
         python benchmarks/table3_baseline_agreement.py --run results/table3
@@ -66,6 +68,16 @@ def _alignment(Xs, Zs):
         )
 
 
+def _shares(Zs):
+    """Per seed, the share of the latents' total variance on their first
+    principal direction."""
+    out = []
+    for Z in Zs:
+        ev = np.linalg.eigvalsh(np.cov(Z, rowvar=False))
+        out.append(ev[-1] / ev.sum())
+    return np.array(out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--run", default=None, help="a table3 study folder (--out)")
@@ -77,6 +89,11 @@ def main(argv=None):
     )
     ap.add_argument(
         "--no-floors", action="store_true", help="skip the random references"
+    )
+    ap.add_argument(
+        "--shares",
+        action="store_true",
+        help="variance share of each seed's first principal direction",
     )
     args = ap.parse_args(argv)
     X, _ = load_superconductivity(as_frame=False, return_X_y=True)
@@ -129,6 +146,8 @@ def main(argv=None):
                 )
             if args.alignment:
                 _alignment(Xs, Zs)
+            if args.shares:
+                print(f"  first-direction variance share {np.round(_shares(Zs), 2)}")
 
 
 if __name__ == "__main__":

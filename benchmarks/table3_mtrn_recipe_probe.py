@@ -16,6 +16,10 @@ printed as well. ``--data``: the study's data (86 element counts, 80
 tasks, 21,263 materials); ``known-tc``: only the 19,137 materials whose critical
 temperature the shipped copy keeps; ``tc-leak``: those, with the critical
 temperature as an 87th input and an 81st task, as in the authors' code (5.1).
+``--save DIR`` (with ``--mtlcm``) writes each seed's stage-2 input (the
+pipeline's standardised MTRN features), its MTLCM latents and log-likelihood to
+``DIR/d<d>-<data>-<recipe>-seed<s>.npz``, which
+``chen2024_table3_mtlcm_probe.py --features-dir DIR`` fits the reference's way.
 Run from the repository root, e.g.::
 
     IDENTREP_DATA=/work/shared/data PYTHONPATH=src OMP_NUM_THREADS=1 \\
@@ -63,6 +67,23 @@ def load_data(which: str) -> tuple[np.ndarray, np.ndarray]:
     return X, Y
 
 
+def save_seed(folder: str, name: str, pipe, X: np.ndarray, latents) -> None:
+    """One seed's MTLCM input, latents and log-likelihood, written atomically."""
+    import os
+    import tempfile
+
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz")
+    with os.fdopen(fd, "wb") as fh:
+        np.savez(
+            fh,
+            features=np.asarray(pipe.features(X), dtype=np.float64),
+            latents=np.asarray(latents, dtype=np.float64),
+            log_likelihood=float(pipe.mtlcm_.log_likelihood_),
+        )
+    os.replace(tmp, os.path.join(folder, name + ".npz"))
+
+
 def _pairs(out: dict) -> str:
     """``cross_seed_mcc``'s pairs as text, x100."""
     return ", ".join(f"{i}-{j} {100 * v:.2f}" for (i, j), v in out["pairs"])
@@ -78,7 +99,10 @@ def main(argv=None):
     ap.add_argument(
         "--mtlcm", action="store_true", help="fit MTLCM too; print its strong MCC"
     )
+    ap.add_argument("--save", help="with --mtlcm: write each seed's features here")
     args = ap.parse_args(argv)
+    if args.save and not args.mtlcm:
+        ap.error("--save writes the MTLCM stage's input and needs --mtlcm")
     configs = grid(seeds=max(args.seeds) + 1, models=("MTLCM",))
     X, Y = load_data(args.data)
     for d in args.dims:
@@ -97,6 +121,14 @@ def main(argv=None):
                     m = pipe.mtrn_
                     latents.append(pipe.transform(X))
                     extra = f", MTLCM log-lik {pipe.mtlcm_.log_likelihood_:.5f}"
+                    if args.save:
+                        save_seed(
+                            args.save,
+                            f"d{d}-{args.data}-{recipe}-seed{s}",
+                            pipe,
+                            X,
+                            latents[-1],
+                        )
                 else:
                     m = MTRN(d, random_state=stage_seeds(seed)[0], **params)
                     m.fit(X, Y)
