@@ -294,6 +294,64 @@ def reference_fit(
     }
 
 
+def reference_fit_torch(
+    F, Ys, seed: int, epochs: int, batch: int, lr: float, fraction: float
+) -> dict:
+    """``reference_fit`` as the reference runs it (``--engine torch32``): the
+    reference-style module in float32 (``_reference_style.ReferenceStyleMTLCM``,
+    per-sample ``MultivariateNormal`` with sigma_obs, and its 1e-6 I retry),
+    torch's Adam, and each epoch's order from ``torch.randperm`` on the global
+    generator right after the module's draws, as a shuffled ``DataLoader`` gives
+    it; the long format is task-major, as the reference stacks it."""
+    import torch
+    from torch.distributions import MultivariateNormal
+
+    from _reference_style import ReferenceStyleMTLCM
+
+    n, T = Ys.shape
+    d = F.shape[1]
+    torch.manual_seed(seed)
+    m = ReferenceStyleMTLCM(d, T, SIGMA_S, SIGMA_OBS)
+    opt = torch.optim.Adam(m.parameters(), lr=lr)
+    x_all = torch.tensor(F, dtype=torch.float32)
+    y_all = torch.tensor(Ys, dtype=torch.float32)
+    eye = 1e-6 * torch.eye(d)
+    N = n * T
+    per_epoch = int(round(fraction * N))
+    snaps, losses = [], []
+    t0 = time.process_time()
+    for _ in range(epochs):
+        perm = torch.randperm(N)[:per_epoch]
+        tot = 0.0
+        for a in range(0, per_epoch, batch):
+            rows = perm[a : a + batch]
+            mat, t = rows % n, rows // n
+            x, y = x_all[mat], y_all[mat, t][:, None]
+            loc, cov = m(y, t)
+            try:
+                loss = -MultivariateNormal(loc, covariance_matrix=cov).log_prob(x)
+            except ValueError:
+                loss = -MultivariateNormal(loc, covariance_matrix=cov + eye).log_prob(x)
+            loss = loss.mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            tot += float(loss.detach()) * len(rows)
+        losses.append(tot / per_epoch)
+        snaps.append(
+            tuple(
+                p.detach().double().numpy().copy()
+                for p in (m.A.weight, m.c_params, m.gamma_params)
+            )
+        )
+    return {
+        "snapshots": snaps,
+        "epoch_loss": losses,
+        "steps": epochs * math.ceil(per_epoch / batch),
+        "cpu_s": time.process_time() - t0,
+    }
+
+
 def exact_loglik(A, v, m, F, Ys, sigma_obs: float = SIGMA_OBS) -> float:
     """Mean log-likelihood per observation of x | y, t ~ N(A m_t y,
     A V_t A^T + sigma_obs^2 I) over all (material, task) pairs (no intercepts:
@@ -360,6 +418,13 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument(
+        "--engine",
+        choices=("numpy", "torch32"),
+        default="numpy",
+        help="numpy: float64, hand-written gradients (fast); torch32: the "
+        "reference-style torch module in float32 with torch's data order",
+    )
+    ap.add_argument(
         "--fraction",
         type=float,
         default=1.0,
@@ -402,9 +467,8 @@ def main(argv=None):
         fits, ours = {}, {}
         for s, run in seeds.items():
             F = run["features"]
-            fit = reference_fit(
-                F, Ys, s, args.epochs, args.batch, args.lr, args.fraction
-            )
+            fitter = reference_fit_torch if args.engine == "torch32" else reference_fit
+            fit = fitter(F, Ys, s, args.epochs, args.batch, args.lr, args.fraction)
             ev = evaluate(*fit["snapshots"][-1], F, Ys)
             # ours: the unmixing that produced the stored latents, (c, m) profiled
             Bm = np.linalg.lstsq(F, run["latents"], rcond=None)[0].T
