@@ -69,19 +69,18 @@ def load_data(which: str) -> tuple[np.ndarray, np.ndarray]:
 
 def save_seed(folder: str, name: str, pipe, X: np.ndarray, latents) -> None:
     """One seed's MTLCM input, latents and log-likelihood, written atomically."""
-    import os
-    import tempfile
+    from pathlib import Path
 
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz")
-    with os.fdopen(fd, "wb") as fh:
+    from identrep.utils.io import atomic_path
+
+    path = Path(folder) / f"{name}.npz"
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         np.savez(
             fh,
             features=np.asarray(pipe.features(X), dtype=np.float64),
             latents=np.asarray(latents, dtype=np.float64),
             log_likelihood=float(pipe.mtlcm_.log_likelihood_),
         )
-    os.replace(tmp, os.path.join(folder, name + ".npz"))
 
 
 def _pairs(out: dict) -> str:
