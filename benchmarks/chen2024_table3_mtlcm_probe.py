@@ -83,7 +83,8 @@ LOG2PI = math.log(2 * math.pi)
 
 
 def load_seeds(run: str, d: int) -> dict[int, dict]:
-    """Seed index -> {features, latents, record} of the MTLCM runs at ``d``."""
+    """Seed index -> {features, latents, log_likelihood} of the MTLCM runs at
+    ``d`` (the log-likelihood from each run's record)."""
     out = {}
     for path in sorted(glob.glob(f"{run}/records/table3-MTLCM-d{d}-*.json")):
         rec = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -91,7 +92,7 @@ def load_seeds(run: str, d: int) -> dict[int, dict]:
             out[rec["config"]["seed"]] = {
                 "features": z["features"].astype(np.float64),
                 "latents": z["latents"].astype(np.float64),
-                "record": rec,
+                "log_likelihood": rec["metrics"]["log_likelihood"],
             }
     if len(out) < 2:
         raise FileNotFoundError(
@@ -300,9 +301,11 @@ def reference_fit_torch(
     """``reference_fit`` as the reference runs it (``--engine torch32``): the
     reference-style module in float32 (``_reference_style.ReferenceStyleMTLCM``,
     per-sample ``MultivariateNormal`` with sigma_obs, and its 1e-6 I retry),
-    torch's Adam, and each epoch's order from ``torch.randperm`` on the global
-    generator right after the module's draws, as a shuffled ``DataLoader`` gives
-    it; the long format is task-major, as the reference stacks it."""
+    torch's Adam, and each epoch's order drawn by torch (``torch.randperm`` on the
+    global generator after the module's draws; a shuffled ``DataLoader`` draws from
+    a generator it seeds from that one, so the permutation is torch's, not the
+    reference's exact one); the long format is task-major, as the reference
+    stacks it."""
     import torch
     from torch.distributions import MultivariateNormal
 
@@ -447,6 +450,8 @@ def main(argv=None):
         help="with --features-dir: the recipe probe's MTRN recipe of the files",
     )
     args = ap.parse_args(argv)
+    if not args.features_dir and (args.data != "study" or args.recipe != "study"):
+        ap.error("--data and --recipe choose saved features: they need --features-dir")
     t_start = time.process_time()
     Ys = standardised_targets(args.data if args.features_dir else None)
     result = {"args": vars(args), "d": {}}
@@ -477,11 +482,7 @@ def main(argv=None):
             fits[s] = fit
             ours[s] = {  # keys apart from the reference fit's "ll", "ll_profiled"
                 "ll_ours_profiled": ll_ours,
-                "ll_ours_record": (
-                    run["log_likelihood"]
-                    if "log_likelihood" in run
-                    else run["record"]["metrics"]["log_likelihood"]
-                ),
+                "ll_ours_record": run["log_likelihood"],
                 "final_A": fit["snapshots"][-1][0].tolist(),
             }
             first, last = fit["epoch_loss"][0], fit["epoch_loss"][-1]

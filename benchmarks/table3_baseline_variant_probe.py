@@ -13,8 +13,7 @@ materials, step budget and model seeds) with
   the prior and its conditioner too (``_icarl_defects.use_undetached_elbo_prior``).
 
 Every other argument goes to ``identrep reproduce table3`` (``--jobs 1`` keeps the
-change in this process). A fit that ends in non-finite values is a failed run of
-the study, reported as such. Run from the repository root, e.g.::
+change in this process). Run from the repository root, e.g.::
 
     IDENTREP_DATA=/work/shared/data PYTHONPATH=src OMP_NUM_THREADS=1 \\
         python benchmarks/table3_baseline_variant_probe.py --set lr=0.01 -- \\
@@ -38,10 +37,9 @@ def main(argv=None) -> int:
     ap.add_argument("reproduce", nargs=argparse.REMAINDER)
     args = ap.parse_args(argv)
     rest = [a for a in args.reproduce if a != "--"]
-    if "--jobs" not in rest:
-        rest += ["--jobs", "1"]
-    elif rest[rest.index("--jobs") + 1] != "1":
-        ap.error("--jobs must be 1: the change applies to this process only")
+    if any(a.startswith("--jobs") for a in rest):
+        ap.error("--jobs is set here (1): the change applies to this process only")
+    rest += ["--jobs", "1"]
     from identrep.cli import main as cli
     from identrep.experiments.studies import chen2024_table3
 
