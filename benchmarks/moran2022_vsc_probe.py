@@ -18,7 +18,10 @@ decodes the training-time sample; identrep's draws the exact spike and slab, whi
 is the same at c 200 but not at c 10). ``--port-kl`` fits every VSC setting with
 the port's Gaussian part of the KL instead of the paper's (:func:`port_pair_kl`);
 ``--port-gamma`` with the port's spike probability ``gamma = exp(-relu(-v))``
-instead of ``sigmoid(v)`` (:func:`port_logits`).
+instead of ``sigmoid(v)`` (:func:`port_logits`). ``--port-frozen-prior`` keeps the
+pseudo-inputs and the selector of the pseudo-input prior at their random
+initialisation, as the port's count-table trainer does (its optimiser lists for
+``vsc`` leave them out; :func:`frozen_prior`).
 
 Usage (data home with ml_abstracts)::
 
@@ -102,6 +105,28 @@ def port_patched(kl: bool, gamma: bool):
         yield
     finally:
         _vsc_loss.spike_slab_pair_kl, _vsc_loss.spike_slab_kl, VSCModule._parts = saved
+
+
+@contextlib.contextmanager
+def frozen_prior(on: bool):
+    """Within the block every new :class:`VSCModule` has its pseudo-inputs and
+    its selector frozen at their random initialisation (``requires_grad`` off,
+    so Adam never steps them): the port's ``ModelTrainer`` builds its optimiser
+    for ``vsc`` from the encoder and decoder only (this process only)."""
+    saved = VSCModule.__init__
+    if on:
+
+        def __init__(self, *args, **kwargs):
+            saved(self, *args, **kwargs)
+            if self.n_pseudo_inputs > 0:
+                self.pseudo_inputs.requires_grad_(False)
+                self.selector.requires_grad_(False)
+
+        VSCModule.__init__ = __init__
+    try:
+        yield
+    finally:
+        VSCModule.__init__ = saved
 
 
 #: The port's selector: c fixed at 10, no spike warm-up.
@@ -190,6 +215,11 @@ def main():
     ap.add_argument(
         "--port-gamma", action="store_true", help="the port's exp(-relu(-v)) gamma"
     )
+    ap.add_argument(
+        "--port-frozen-prior",
+        action="store_true",
+        help="the port's untrained pseudo-inputs and selector",
+    )
     args = ap.parse_args()
     picked = [list(SETTINGS)[int(i)] for i in args.settings.split(",")]
     t, vcfg = _config(args.table, "VSC_KL1overK", args.epochs, args.split, args.shift)
@@ -202,6 +232,7 @@ def main():
         f"{X_fit.shape[0]} validation={X_val.shape[0]} test={split.X_test.shape[0]}"
         + (" (VSC with the port's KL)" if args.port_kl else "")
         + (" (VSC with the port's gamma)" if args.port_gamma else "")
+        + (" (VSC with the port's frozen prior)" if args.port_frozen_prior else "")
     )
     runs = [(name, vcfg, SETTINGS[name]) for name in picked]
     runs.append(("VAE_KL1overK (reference)", acfg, {}))
@@ -211,7 +242,10 @@ def main():
             params = params(cfg, X_fit.shape[1])
         est.set_params(**params)
         vsc = hasattr(est, "spike_probabilities")
-        with port_patched(args.port_kl and vsc, args.port_gamma and vsc):
+        with (
+            port_patched(args.port_kl and vsc, args.port_gamma and vsc),
+            frozen_prior(args.port_frozen_prior and vsc),
+        ):
             line = f"{name}: " + fit_and_score(est, X_fit, X_val, split.X_test)
             if vsc:
                 gamma = est.spike_probabilities(mo.as_input(est, X_val))
