@@ -24,6 +24,9 @@ for "Coordinator, stop 44" (Table 1, the iCaRL rows above the paper), where
 ``--icarl-elbo-prior undetached`` lets the ELBO's unnormalised prior term train
 the prior too (a joint update without the stop-gradient, ``_icarl_defects.py``;
 lines end with ``elbo_prior=undetached``), used for "Coordinator, stop 45".
+``--icarl-phases N`` trains iCaRL's two parts in turn, N epochs of the ELBO
+term then N of score matching (``_icarl_defects.use_alternating_phases``; lines
+end with ``phases=N``), used for "Coordinator, stop 47".
 ``--latent-stats`` adds a line per fit on how many latents are in use (after
 Burda et al., 2016: a latent is active when the variance over the samples of
 its encoder mean exceeds 0.01; the posterior variance is the encoder's, averaged
@@ -50,6 +53,7 @@ import numpy as np
 from _icarl_defects import (
     ELBO_PRIOR_CHOICES,
     HESSIAN_CHOICES,
+    use_alternating_phases,
     use_hessian_row_sums,
     use_undetached_elbo_prior,
 )
@@ -105,6 +109,14 @@ def main() -> None:
         "a joint update without the stop-gradient)",
     )
     ap.add_argument(
+        "--icarl-phases",
+        type=int,
+        default=None,
+        metavar="N",
+        help="train iCaRL's ELBO and score-matching terms in turn, N epochs each, "
+        "ELBO first (default: jointly, as identrep does)",
+    )
+    ap.add_argument(
         "--latent-stats",
         action="store_true",
         help="after each fit, print the active latents (variance of the encoder "
@@ -115,6 +127,8 @@ def main() -> None:
         use_hessian_row_sums()
     if args.icarl_elbo_prior == "undetached":
         use_undetached_elbo_prior()
+    if args.icarl_phases is not None:
+        use_alternating_phases(args.icarl_phases)
     overrides = parse_params(args.set, "--set")
     if args.patience is not None:
         overrides["patience"] = None if args.patience == "none" else int(args.patience)
@@ -161,7 +175,8 @@ def main() -> None:
                     ""
                     if args.icarl_elbo_prior == "detached"
                     else " elbo_prior=undetached"
-                ),
+                )
+                + ("" if args.icarl_phases is None else f" phases={args.icarl_phases}"),
                 flush=True,
             )
             if args.latent_stats:
