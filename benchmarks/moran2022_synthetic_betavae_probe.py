@@ -16,7 +16,7 @@ near the total variance of each feature, so at beta > 1 the mean-only solution c
 be a stable optimum. With the decoder variance fixed at the true noise (0.25) the
 bar is far lower. The probe measures both.
 
-Usage (4-8 CPU-s a fit)::
+Usage (3.5-7.5 CPU-s a fit)::
 
     OMP_NUM_THREADS=1 PYTHONPATH=src \\
         python benchmarks/moran2022_synthetic_betavae_probe.py \\

@@ -28,3 +28,8 @@ pair docs/results/moran2022_table1b --against SparseVAE $D/table1b_svae_3layers.
 pair $D/table4_vae_kl1overk_3layers.txt --against VAE_KL1overK --metric accuracy --scale 100 $D/table4_svae_kl1overk_3layers.txt
 pair docs/results/moran2022_table4 --against VAE_KL1overK --metric accuracy --scale 100 $D/table4_vae_kl1overk_3layers.txt
 pair docs/results/moran2022_table4 --against SVAE_KL1overK --metric accuracy --scale 100 $D/table4_svae_kl1overk_3layers.txt
+# Table 1b (stop 47): the beta-VAE and VSC at the authors' KL scaling, three layers, against the VAE at three layers and their stored two-layer rows
+pair $D/table1b_vae_kl1overk_3layers.txt --against VAE_KL1overK $D/table1b_betavae_klbetaoverk_3layers.txt
+pair $D/table1b_vae_kl1overk_3layers.txt --against VAE_KL1overK $D/table1b_vsc_kl1overk_3layers.txt
+pair docs/results/moran2022_table1b --against BetaVAE_KLbetaoverK $D/table1b_betavae_klbetaoverk_3layers.txt
+pair docs/results/moran2022_table1b --against VSC_KL1overK $D/table1b_vsc_kl1overk_3layers.txt
