@@ -52,7 +52,7 @@ def main() -> None:
     args = ap.parse_args()
     configs = ms.grid(seeds=args.seeds, models=("beta-VAE",), rhos=(args.rho,))
     data = [ms.make_data(c)[0] for c in configs]
-    shared = dict(ms.SHARED)
+    shared, beta0 = dict(ms.SHARED), ms.BETA
     for var in args.decoder_vars:
         for beta in args.betas:
             ms.BETA = beta
@@ -80,7 +80,7 @@ def main() -> None:
                 f"cpu_s {a[:, 3].min():.1f}-{a[:, 3].max():.1f}",
                 flush=True,
             )
-    ms.SHARED = shared
+    ms.SHARED, ms.BETA = shared, beta0  # the study's settings back
 
 
 if __name__ == "__main__":
