@@ -434,6 +434,9 @@ class MTICaRL(TaskEmbeddingMixin, ICaRL):
     whiten : {None, "zca", "pca"}, default=None
         Input map: per-feature standardisation (None), ZCA whitening, or
         whitened principal components (``n_latents`` of them).
+        See :class:`~identrep.models.vae.ivae.MTIVAE` on ZCA when p is many
+        times ``n_latents``; MT-iCaRL on the same runs: per-task MCC 0.79 at
+        p = 50 and 100, 0.43 at p = 200 (``"pca"``: 0.64 / 0.70 / 0.75).
     **other parameters
         As in :class:`ICaRL`.
 
