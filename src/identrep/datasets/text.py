@@ -337,7 +337,13 @@ def make_topic_shift(
         )
     if not isinstance(n_topics, (int, np.integer)) or n_topics < 2:
         raise ValueError(f"n_topics must be an integer >= 2; got {n_topics!r}.")
-    X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.asarray(X, float)
+    # a copy: a dtype conversion alone shares the caller's index arrays, which
+    # scikit-learn's LDA may sort in place under the caller's values
+    X = (
+        sp.csr_matrix(X, dtype=np.float64, copy=True)
+        if sp.issparse(X)
+        else np.asarray(X, float)
+    )
     if X.ndim != 2 or X.shape[0] < 2:
         raise ValueError(f"X must be 2-D with >= 2 documents; got shape {X.shape}.")
     data = X.data if sp.issparse(X) else X

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 
 from identrep.datasets import load_ml_abstracts, make_topic_shift
 from identrep.datasets.text import bag_of_words, fit_topics, shift_factors
@@ -115,6 +116,17 @@ def test_make_topic_shift_end_to_end(seed):
     np.testing.assert_array_equal(again.X_train, d.X_train)
     lda_inside = make_topic_shift(bow.X, "low", n_topics=4, random_state=seed)
     assert lda_inside.sigma == 3.0 and lda_inside.topics.shape == (4, bow.X.shape[1])
+    # the caller's counts are left as they were, also as unsorted float32 CSR
+    # (a dtype conversion without a copy shared their index arrays with LDA)
+    X32 = sp.csr_matrix(bow.X, dtype=np.float32)
+    for i in range(X32.shape[0]):
+        s, e = X32.indptr[i], X32.indptr[i + 1]
+        X32.indices[s:e] = X32.indices[s:e][::-1].copy()
+        X32.data[s:e] = X32.data[s:e][::-1].copy()
+    X32.has_sorted_indices = False
+    dense = X32.toarray()
+    make_topic_shift(X32, "low", n_topics=4, random_state=seed)
+    np.testing.assert_array_equal(X32.toarray(), dense)
     with pytest.raises(ValueError, match="shift must be one of"):
         make_topic_shift(bow.X, "extreme", topics=topics)
     with pytest.raises(ValueError, match="non-negative counts"):

@@ -21,9 +21,14 @@ class NonNegativeDecomposition(IdentrepEstimator):
     """
 
     def _nonneg(self, X, name: str):
-        """``X`` as float64 (dense C array or CSR), finite and non-negative."""
+        """``X`` as float64 (dense C array or CSR), finite and non-negative.
+
+        Sparse input is always copied: a dtype conversion alone would share the
+        caller's index arrays, which scikit-learn's estimators sort in place,
+        leaving the caller's matrix with sorted indices over unsorted values
+        (its counts moved to other columns)."""
         if sp.issparse(X):
-            Xs = sp.csr_matrix(X, dtype=np.float64)
+            Xs = sp.csr_matrix(X, dtype=np.float64, copy=True)
             if Xs.shape[0] < 1 or Xs.shape[1] < 1:
                 raise DataError(
                     f"{name} must have at least one row and one column; got shape "
