@@ -163,6 +163,7 @@ def train_floor() -> None:
         ("train_floor_table1a_vae_kl1overk.txt", "moran2022_table1a", "VAE_KL1overK"),
         ("train_floor_table1b_vae.txt", "moran2022_table1b", "VAE"),
         ("train_floor_table1b_vae_kl1overk.txt", "moran2022_table1b", "VAE_KL1overK"),
+        ("train_floor_table1b_vsc_kl1overk.txt", "moran2022_table1b", "VSC_KL1overK"),
         ("train_floor_t2same_vae.txt", "moran2022_table2_same", "VAE"),
         (
             "train_floor_t2heldout_vae_kl1overk.txt",
@@ -173,6 +174,16 @@ def train_floor() -> None:
             "train_floor_t2same_svae_kl1overk.txt",
             "moran2022_table2_same",
             "SVAE_KL1overK",
+        ),
+        (
+            "train_floor_t2same_vsc_kl1overk.txt",
+            "moran2022_table2_same",
+            "VSC_KL1overK",
+        ),
+        (
+            "train_floor_t2same_betavae_klbetaoverk.txt",
+            "moran2022_table2_same",
+            "BetaVAE_KLbetaoverK",
         ),
     ):
         if not (HERE / name).exists():
