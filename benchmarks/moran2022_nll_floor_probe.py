@@ -63,11 +63,12 @@ def floor_scores(blocks, floor: float) -> dict:
     """Both NLLs of the recorded rows, and what the floor changes."""
     X = np.concatenate([b[0] for b in blocks])
     P = np.concatenate([b[1] for b in blocks])
-    ours = -(X * np.log(np.maximum(P, 1e-300))).sum(axis=1)
+    cost = -X * np.log(np.maximum(P, 1e-300))
+    ours = cost.sum(axis=1)
     theirs = -(X * np.log(P + floor)).sum(axis=1)
     pos = X > 0
     low = pos & (floor > P)
-    cost_low = -(X * np.log(np.maximum(P, 1e-300)) * low).sum(axis=1)
+    cost_low = (cost * low).sum(axis=1)
     return {
         "check": float(ours.mean()),
         "nll_floor": float(theirs.mean()),
@@ -99,12 +100,10 @@ def main() -> None:
         names = list(t2.SHIFTS) if args.shifts == ["all"] else args.shifts
         configs = [c for c in configs if c.sigma_pct in {t2.SHIFTS[n] for n in names}]
     configs.sort(key=lambda c: (c.sigma_pct or 0, c.seed, args.models.index(c.model)))
-    data = {}
-    for config in configs:
-        key = config.data_key()
-        if key not in data:
-            data = {key: study.make_data(config)[0]}
-        split = data[key]
+    key = split = None
+    for config in configs:  # sorted, so each data set is built once
+        if config.data_key() != key:
+            key, split = config.data_key(), study.make_data(config)[0]
         rec = Recorder()
         for mod in PATCHED:
             mod.reconstruction_nll = rec

@@ -158,8 +158,9 @@ def main() -> None:
                 for t in (
                     text,
                     "features=slab_mean" * args.slab_mean,
-                    f"train_floor={args.train_floor:g}"
-                    * (args.train_floor is not None),
+                    ""
+                    if args.train_floor is None
+                    else f"train_floor={args.train_floor:g}",
                 )
                 if t
             )

@@ -114,6 +114,24 @@ def rng(seed) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+@pytest.fixture
+def unsorted_csr():
+    """Builds ``X`` as float32 CSR whose column indices run backwards within each
+    row (valid CSR, ``has_sorted_indices`` False), as some loaders build them."""
+    import scipy.sparse as sp
+
+    def build(X):
+        A = sp.csr_matrix(X, dtype=np.float32)
+        for i in range(A.shape[0]):
+            s, e = A.indptr[i], A.indptr[i + 1]
+            A.indices[s:e] = A.indices[s:e][::-1].copy()
+            A.data[s:e] = A.data[s:e][::-1].copy()
+        A.has_sorted_indices = False
+        return A
+
+    return build
+
+
 @pytest.fixture(params=["float32", "float64"])
 def dtype(request):
     """torch float32 and float64."""

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from identrep._typing import Seed
 from identrep.exceptions import DataError
+from identrep.utils.validation import as_float64_csr
 
 __all__ = [
     "ML_ABSTRACTS_FILE",
@@ -337,13 +338,7 @@ def make_topic_shift(
         )
     if not isinstance(n_topics, (int, np.integer)) or n_topics < 2:
         raise ValueError(f"n_topics must be an integer >= 2; got {n_topics!r}.")
-    # a copy: a dtype conversion alone shares the caller's index arrays, which
-    # scikit-learn's LDA may sort in place under the caller's values
-    X = (
-        sp.csr_matrix(X, dtype=np.float64, copy=True)
-        if sp.issparse(X)
-        else np.asarray(X, float)
-    )
+    X = as_float64_csr(X) if sp.issparse(X) else np.asarray(X, float)
     if X.ndim != 2 or X.shape[0] < 2:
         raise ValueError(f"X must be 2-D with >= 2 documents; got shape {X.shape}.")
     data = X.data if sp.issparse(X) else X

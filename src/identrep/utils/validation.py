@@ -25,6 +25,7 @@ from identrep.exceptions import DataError
 
 __all__ = [
     "MultiTaskArrays",
+    "as_float64_csr",
     "check_array",
     "check_input_kind",
     "check_multitask",
@@ -60,6 +61,17 @@ def _shape_and_dtype(X) -> tuple[tuple | None, np.dtype | None]:
     except Exception:  # ragged lists etc.: the full check reports them
         return None, None
     return a.shape, a.dtype
+
+
+def as_float64_csr(X) -> sp.csr_matrix:
+    """A float64 CSR copy of the sparse matrix ``X``, sharing no array with it.
+
+    A dtype conversion alone (``csr_matrix(X, dtype=float64)``) shares the
+    caller's index arrays with the result; scikit-learn's estimators sort those
+    in place, which left the caller's matrix with sorted indices over unsorted
+    values (its counts moved to other columns of their rows).
+    """
+    return sp.csr_matrix(X, dtype=np.float64, copy=True)
 
 
 def check_input_kind(X, name: str, cls: str, *, min_samples: int = 0) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-import scipy.sparse as sp
 
 from identrep.datasets import load_ml_abstracts, make_topic_shift
 from identrep.datasets.text import bag_of_words, fit_topics, shift_factors
@@ -97,7 +96,7 @@ def test_shift_factors_correlates_the_replaced_half(seed):
     assert corr(theta) < 0.0
 
 
-def test_make_topic_shift_end_to_end(seed):
+def test_make_topic_shift_end_to_end(seed, unsorted_csr):
     bow = bag_of_words(_abstracts(90, seed)["abstract"], min_df=1)
     topics = fit_topics(bow.X, n_topics=4, random_state=0)
     d = make_topic_shift(bow.X, "high", topics=topics, random_state=seed)
@@ -118,12 +117,7 @@ def test_make_topic_shift_end_to_end(seed):
     assert lda_inside.sigma == 3.0 and lda_inside.topics.shape == (4, bow.X.shape[1])
     # the caller's counts are left as they were, also as unsorted float32 CSR
     # (a dtype conversion without a copy shared their index arrays with LDA)
-    X32 = sp.csr_matrix(bow.X, dtype=np.float32)
-    for i in range(X32.shape[0]):
-        s, e = X32.indptr[i], X32.indptr[i + 1]
-        X32.indices[s:e] = X32.indices[s:e][::-1].copy()
-        X32.data[s:e] = X32.data[s:e][::-1].copy()
-    X32.has_sorted_indices = False
+    X32 = unsorted_csr(bow.X)
     dense = X32.toarray()
     make_topic_shift(X32, "low", n_topics=4, random_state=seed)
     np.testing.assert_array_equal(X32.toarray(), dense)

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 from identrep.exceptions import DataError
 from identrep.models._base import IdentrepEstimator
-from identrep.utils.validation import check_array, check_input_kind
+from identrep.utils.validation import as_float64_csr, check_array, check_input_kind
 
 __all__ = ["NonNegativeDecomposition"]
 
@@ -21,14 +21,10 @@ class NonNegativeDecomposition(IdentrepEstimator):
     """
 
     def _nonneg(self, X, name: str):
-        """``X`` as float64 (dense C array or CSR), finite and non-negative.
-
-        Sparse input is always copied: a dtype conversion alone would share the
-        caller's index arrays, which scikit-learn's estimators sort in place,
-        leaving the caller's matrix with sorted indices over unsorted values
-        (its counts moved to other columns)."""
+        """``X`` as float64 (dense C array or CSR, a copy: :func:`as_float64_csr`),
+        finite and non-negative."""
         if sp.issparse(X):
-            Xs = sp.csr_matrix(X, dtype=np.float64, copy=True)
+            Xs = as_float64_csr(X)
             if Xs.shape[0] < 1 or Xs.shape[1] < 1:
                 raise DataError(
                     f"{name} must have at least one row and one column; got shape "

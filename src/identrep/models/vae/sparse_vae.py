@@ -46,7 +46,7 @@ from identrep.models.vae._ssl import (
 from identrep.utils._param_validation import Interval, SequenceOf, StrOptions
 from identrep.utils.numerics import safe_scale
 from identrep.utils.seeding import check_random_state, seeded
-from identrep.utils.validation import MultiTaskArrays
+from identrep.utils.validation import MultiTaskArrays, as_float64_csr
 
 __all__ = ["SparseVAE"]
 
@@ -412,8 +412,8 @@ class SparseVAE(HeldoutNLLMixin, BaseVAE):
             super()._check_fit_input(X, min_samples=min_samples)
 
     def _sparse(self, X, name: str = "X") -> sp.csr_matrix:
-        """Sparse input as float64 CSR with finite stored values."""
-        Xs = sp.csr_matrix(X, dtype=np.float64)
+        """Sparse input as float64 CSR (a copy) with finite stored values."""
+        Xs = as_float64_csr(X)
         if Xs.shape[0] < 1 or Xs.shape[1] < 1:
             raise DataError(
                 f"{name} must have at least one row and one column; got shape "

@@ -92,20 +92,8 @@ def test_sparse_input_gives_the_dense_result(cls):
     assert a.heldout_nll(X) == pytest.approx(b.heldout_nll(sp.csr_matrix(X)))
 
 
-def _unsorted_csr(X):
-    """``X`` as float32 CSR whose column indices run backwards within each row
-    (valid CSR, ``has_sorted_indices`` False), as some loaders build them."""
-    A = sp.csr_matrix(X, dtype=np.float32)
-    for i in range(A.shape[0]):
-        s, e = A.indptr[i], A.indptr[i + 1]
-        A.indices[s:e] = A.indices[s:e][::-1].copy()
-        A.data[s:e] = A.data[s:e][::-1].copy()
-    A.has_sorted_indices = False
-    return A
-
-
 @pytest.mark.parametrize("cls", [NMF, LDA])
-def test_sparse_input_is_not_modified(cls):
+def test_sparse_input_is_not_modified(cls, unsorted_csr):
     # Converting float32 CSR to float64 without a copy shares the caller's index
     # arrays; scikit-learn then sorted them in place under the caller's values,
     # moving counts to other columns (found at stop 51: NMF's fit, transform and
@@ -113,7 +101,7 @@ def test_sparse_input_is_not_modified(cls):
     X = np.random.default_rng(0).poisson(0.8, size=(40, 9)).astype(np.float32)
     for method in ("fit", "transform", "heldout_nll"):
         m = cls(n_latents=2, random_state=0)
-        A = _unsorted_csr(X)
+        A = unsorted_csr(X)
         assert not A.has_sorted_indices
         if method == "fit":
             m.fit(A)
@@ -122,8 +110,8 @@ def test_sparse_input_is_not_modified(cls):
         np.testing.assert_array_equal(A.toarray(), X, err_msg=method)
     # and the numbers are those of the dense input
     a = cls(n_latents=2, random_state=0).fit(X.astype(float))
-    b = cls(n_latents=2, random_state=0).fit(_unsorted_csr(X))
-    assert b.heldout_nll(_unsorted_csr(X)) == pytest.approx(a.heldout_nll(X))
+    b = cls(n_latents=2, random_state=0).fit(unsorted_csr(X))
+    assert b.heldout_nll(unsorted_csr(X)) == pytest.approx(a.heldout_nll(X))
 
 
 @pytest.mark.parametrize("cls", [NMF, LDA])
