@@ -15,7 +15,9 @@ Recall@5 and NDCG@10; Table 4 the accuracy), the CPU seconds and, for the
 Sparse VAE, the fraction of masks with inclusion probability above 1/2 and the
 number of latents with any. ``--slab-mean`` (VSC rows) scores features from
 the slab mean mu, as the authors' evaluator takes VSC's codes, instead of
-``transform``'s gamma mu. Used for docs/notes.md, "Coordinator, stop 32" (the
+``transform``'s gamma mu. ``--proportions``: the encoder reads word
+proportions (the authors' input; ``moran2022_table2_protocol_probe.py input``).
+Used for docs/notes.md, "Coordinator, stop 32" (the
 Sparse VAE row's settings that differ from the authors' code on Table 1b, and
 every table's Sparse VAE and VAE rows at matched optimisers; output in
 docs/results/moran2022_optimiser_probe/).
@@ -103,6 +105,13 @@ def main() -> None:
         "scores stay identrep's",
     )
     ap.add_argument(
+        "--proportions",
+        action="store_true",
+        help="the encoder reads each row's word proportions x / sum(x), as the "
+        "authors' networks (normalize_columns), instead of identrep's "
+        "standardised counts; the likelihood still scores the counts",
+    )
+    ap.add_argument(
         "--slab-mean",
         action="store_true",
         help="VSC only: features are the slab mean mu (the authors' evaluator's "
@@ -132,6 +141,10 @@ def main() -> None:
 
     if args.train_floor is not None:
         _floor_training(args.train_floor)
+    if args.proportions:
+        from moran2022_table2_protocol_probe import proportions_input
+
+        proportions_input()
     fit = study.fits[args.model]
     for config in configs:
         split, _ = study.make_data(config)
@@ -158,6 +171,7 @@ def main() -> None:
                 for t in (
                     text,
                     "features=slab_mean" * args.slab_mean,
+                    "input=proportions" * args.proportions,
                     ""
                     if args.train_floor is None
                     else f"train_floor={args.train_floor:g}",

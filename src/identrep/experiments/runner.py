@@ -36,8 +36,51 @@ def _git_hash() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+@lru_cache(maxsize=1)
+def cpu_kernels() -> dict:
+    """The CPU's kernels that set a record's floating-point arithmetic.
+
+    numpy, OpenBLAS and torch pick their vector loops by the CPU they run on
+    (AVX2, AVX-512, ...), and those give different last bits. Training and
+    iterative fits such as LDA's can grow such differences into different
+    results, so a record made on another kind of CPU need not be reproduced to
+    the bit. ``machine``: the architecture; ``numpy_simd``: numpy's dispatched
+    extensions in use (``NPY_DISABLE_CPU_FEATURES`` removes some);
+    ``blas``: each BLAS loaded, as ``"name architecture"`` (OpenBLAS's core,
+    ``OPENBLAS_CORETYPE``); ``torch``: torch's CPU capability
+    (``ATEN_CPU_CAPABILITY``).
+    """
+    import torch
+
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+        simd = [f for f in __cpu_dispatch__ if __cpu_features__.get(f)]
+    except ImportError:  # numpy's private module moved
+        simd = None
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas = sorted(
+            {
+                f"{i.get('internal_api')} {i.get('architecture') or ''}".strip()
+                for i in threadpool_info()
+                if i.get("user_api") == "blas"
+            }
+        )
+    except Exception:  # noqa: BLE001 - introspection only, never fail a run
+        blas = None
+    return {
+        "machine": platform.machine(),
+        "numpy_simd": simd,
+        "blas": blas,
+        "torch": torch.backends.cpu.get_cpu_capability(),
+    }
+
+
 def environment() -> dict:
-    """Versions that identify the software a record was produced with."""
+    """Versions that identify the software a record was produced with, and the
+    CPU kernels that ran it (:func:`cpu_kernels`)."""
     import scipy
     import sklearn
     import torch
@@ -52,6 +95,7 @@ def environment() -> dict:
         "scipy": scipy.__version__,
         "scikit_learn": sklearn.__version__,
         "torch": torch.__version__,
+        "cpu": cpu_kernels(),
     }
 
 

@@ -31,3 +31,38 @@ def test_run_record_has_config_seeds_metrics_and_is_reproducible():
     # the fit is good even on this small problem, and better than a random unmixing
     assert a["metrics"]["mcc_pooled"] > 0.95
     assert a["metrics"]["mcc_task_spearman"] > a["metrics"]["random_mcc_task"]
+
+
+def test_record_names_the_cpu_kernels_that_ran_it():
+    """A record says which kernels ran it: the BLAS core forced by
+    OPENBLAS_CORETYPE and torch's capability forced by ATEN_CPU_CAPABILITY show up
+    in a fresh process (both pick their kernels at load time)."""
+    import json
+    import os
+    import platform
+    import subprocess
+    import sys
+
+    code = (
+        "import json; from identrep.experiments.runner import environment; "
+        "print(json.dumps(environment()['cpu']))"
+    )
+    env = dict(
+        os.environ, OPENBLAS_CORETYPE="Sandybridge", ATEN_CPU_CAPABILITY="default"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    cpu = json.loads(out.stdout.strip().splitlines()[-1])
+    assert cpu["machine"] == platform.machine()
+    assert cpu["torch"] == "DEFAULT"
+    if platform.machine() in ("x86_64", "AMD64") and any(
+        b.startswith("openblas") for b in cpu["blas"]
+    ):
+        assert "openblas Sandybridge" in cpu["blas"], cpu["blas"]
+    assert isinstance(cpu["numpy_simd"], list)
