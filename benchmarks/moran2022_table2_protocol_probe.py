@@ -65,15 +65,32 @@ class RowProportions(nn.Module):
 
 
 def proportions_input():
-    """Every VAE built from here on reads row proportions."""
-    build = BaseVAE._build_module
+    """Every VAE-family network built from here on reads row proportions (count
+    likelihoods: the decoder's target stays the raw counts).
 
-    def patched(self, *args, **kwargs):
-        net = build(self, *args, **kwargs)
-        net.standardize = RowProportions()
-        return net
+    Each class that defines its own ``_build_module`` (the Sparse VAE, VSC,
+    OI-VAE, ...) is wrapped, not only :class:`BaseVAE`'s: until stop 52 only the
+    base was, which left those rows' networks on standardised counts (the probe's
+    VAE and beta-VAE runs, which use the base's builder, were unaffected)."""
 
-    BaseVAE._build_module = patched
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    def wrap(cls):
+        build = cls.__dict__["_build_module"]
+
+        def patched(self, *args, **kwargs):
+            net = build(self, *args, **kwargs)
+            net.standardize = RowProportions()
+            return net
+
+        cls._build_module = patched
+
+    for cls in (BaseVAE, *subclasses(BaseVAE)):
+        if "_build_module" in cls.__dict__:
+            wrap(cls)
 
 
 def run(configs, label):
