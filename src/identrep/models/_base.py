@@ -79,6 +79,21 @@ def _feature_names_message(fitted, given, name: str, cls: str) -> str:
     )
 
 
+#: Rows per call of :meth:`IdentrepEstimator._predict_chunks` (every call, the last
+#: padded): as fast as larger chunks for the networks here, and small enough that
+#: padding a short input costs little.
+_ROW_TILE = 256
+
+
+def _pad_rows(a: np.ndarray, rows: int) -> np.ndarray:
+    """``a`` with its last row repeated up to ``rows`` rows (a valid input for any
+    row-wise function, whatever the array holds)."""
+    short = rows - a.shape[0]
+    if short <= 0:
+        return a
+    return np.concatenate([a, np.repeat(a[-1:], short, axis=0)])
+
+
 class IdentrepEstimator(TransformerMixin, BaseEstimator):
     """Base of every identrep estimator (scikit-learn compatible).
 
@@ -342,22 +357,31 @@ class TorchEstimatorMixin:
         chunk_size: int = 8192,
         dtypes: Sequence[torch.dtype | None] | None = None,
     ):
-        """Apply ``fn`` to ``chunk_size`` rows of ``arrays`` at a time, without
+        """Apply ``fn`` to the rows of ``arrays`` in tiles of a fixed size, without
         gradients, and return float64 numpy output(s) stacked along rows.
+
+        Every call of ``fn`` sees exactly ``min(chunk_size, 256)`` rows: the last
+        tile is padded with copies of its last row, whose outputs are dropped.
+        BLAS libraries pick their kernels by the number of rows (on AVX-512 CPUs,
+        MKL's sgemm rounds a call of fewer than 16 rows differently), so with a
+        fixed tile a row's output does not depend on how many rows came with it:
+        ``transform(X[mask])`` equals ``transform(X)[mask]`` to the bit.
 
         ``fn`` takes one tensor per array (on ``device_``, dtype ``dtype_`` unless
         ``dtypes`` names another, e.g. ``torch.int64`` for task codes) and returns a
         tensor or a tuple of tensors; the result has the same structure.
         """
         n = arrays[0].shape[0]
+        tile = max(1, min(int(chunk_size), _ROW_TILE))
         dtypes = dtypes or [None] * len(arrays)
         outs: list[list[np.ndarray]] = []
         single = True
         with torch.no_grad(), deterministic(self.device_):
-            for s in range(0, n, chunk_size):
+            for s in range(0, n, tile):
+                k = min(tile, n - s)
                 res = fn(
                     *(
-                        self._tensor(a[s : s + chunk_size], dt)
+                        self._tensor(_pad_rows(a[s : s + k], tile), dt)
                         for a, dt in zip(arrays, dtypes, strict=True)
                     )
                 )
@@ -366,7 +390,7 @@ class TorchEstimatorMixin:
                 if not outs:
                     outs = [[] for _ in parts]
                 for acc, r in zip(outs, parts, strict=True):
-                    acc.append(r.detach().cpu().double().numpy())
+                    acc.append(r[:k].detach().cpu().double().numpy())
         if not outs:
             raise DataError("Cannot compute outputs for an input with 0 rows.")
         stacked = [np.concatenate(acc) for acc in outs]
