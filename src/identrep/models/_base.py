@@ -79,7 +79,7 @@ def _feature_names_message(fitted, given, name: str, cls: str) -> str:
     )
 
 
-#: Rows per call of :meth:`IdentrepEstimator._predict_chunks` (every call, the last
+#: Rows per call of :meth:`TorchEstimatorMixin._predict_chunks` (every call, the last
 #: padded): as fast as larger chunks for the networks here, and small enough that
 #: padding a short input costs little.
 _ROW_TILE = 256

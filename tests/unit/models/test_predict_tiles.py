@@ -1,4 +1,4 @@
-"""Inference runs in tiles of one fixed size (``IdentrepEstimator._predict_chunks``).
+"""Inference runs in tiles of one fixed size (``TorchEstimatorMixin._predict_chunks``).
 
 BLAS libraries choose their kernels by the number of rows of a product: on an
 AVX-512 CPU, MKL's sgemm rounds a call of fewer than 16 rows differently from a
