@@ -80,8 +80,8 @@ def _feature_names_message(fitted, given, name: str, cls: str) -> str:
 
 
 #: Rows per call of :meth:`TorchEstimatorMixin._predict_chunks` (every call, the last
-#: padded): as fast as larger chunks for the networks here, and small enough that
-#: padding a short input costs little.
+#: padded): an MLP runs as fast as in calls of 4,096 rows (docs/notes.md, stop 52),
+#: and padding a short input costs little.
 _ROW_TILE = 256
 
 
@@ -354,25 +354,26 @@ class TorchEstimatorMixin:
         fn: Callable[..., torch.Tensor | Sequence[torch.Tensor]],
         arrays: Sequence[np.ndarray],
         *,
-        chunk_size: int = 8192,
         dtypes: Sequence[torch.dtype | None] | None = None,
     ):
-        """Apply ``fn`` to the rows of ``arrays`` in tiles of a fixed size, without
-        gradients, and return float64 numpy output(s) stacked along rows.
+        """Apply ``fn`` to the rows of ``arrays`` in tiles of :data:`_ROW_TILE`
+        rows, without gradients, and return float64 numpy output(s) stacked along
+        rows.
 
-        Every call of ``fn`` sees exactly ``min(chunk_size, 256)`` rows: the last
-        tile is padded with copies of its last row, whose outputs are dropped.
-        BLAS libraries pick their kernels by the number of rows (on AVX-512 CPUs,
-        MKL's sgemm rounds a call of fewer than 16 rows differently), so with a
-        fixed tile a row's output does not depend on how many rows came with it:
-        ``transform(X[mask])`` equals ``transform(X)[mask]`` to the bit.
+        Every call of ``fn`` sees exactly ``_ROW_TILE`` rows: the last tile is
+        padded with copies of its last row, whose outputs are dropped. The kernels
+        of a product may depend on its number of rows (on stop 52's AVX-512
+        machine, torch's float32 linear layers gave other last bits to calls of
+        fewer than 16 rows), so with one tile size a row's output does not depend
+        on how many rows came with it: ``transform(X[mask])`` equals
+        ``transform(X)[mask]`` to the bit.
 
         ``fn`` takes one tensor per array (on ``device_``, dtype ``dtype_`` unless
         ``dtypes`` names another, e.g. ``torch.int64`` for task codes) and returns a
         tensor or a tuple of tensors; the result has the same structure.
         """
         n = arrays[0].shape[0]
-        tile = max(1, min(int(chunk_size), _ROW_TILE))
+        tile = _ROW_TILE
         dtypes = dtypes or [None] * len(arrays)
         outs: list[list[np.ndarray]] = []
         single = True

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import platform
+import subprocess
+import sys
+
 import torch
 
 from identrep.experiments import RunConfig, run
@@ -37,12 +43,6 @@ def test_record_names_the_cpu_kernels_that_ran_it():
     """A record says which kernels ran it: the BLAS core forced by
     OPENBLAS_CORETYPE and torch's capability forced by ATEN_CPU_CAPABILITY show up
     in a fresh process (both pick their kernels at load time)."""
-    import json
-    import os
-    import platform
-    import subprocess
-    import sys
-
     code = (
         "import json; from identrep.experiments.runner import environment; "
         "print(json.dumps(environment()['cpu']))"

@@ -49,8 +49,6 @@ from identrep.utils.validation import check_multitask, check_n_latents, check_ta
 
 __all__ = ["MTRN", "ObsBatch", "RowBatch", "mtrn_loss"]
 
-_FEATURE_CHUNK = 4096  # rows per inference chunk (keeps activations in cache)
-
 
 class MTRN(
     MultinomialHeadsMixin, TaskTargetsMixin, TorchEstimatorMixin, IdentrepEstimator
@@ -508,9 +506,7 @@ class MTRN(
         """h(x) of checked rows, in chunks, as float64."""
         if X.shape[0] == 0:
             return np.zeros((0, self.n_latents_))
-        return self._predict_chunks(
-            self.module_, [X], chunk_size=_FEATURE_CHUNK, dtypes=[self._x_dtype()]
-        )
+        return self._predict_chunks(self.module_, [X], dtypes=[self._x_dtype()])
 
     def transform(self, X: ArrayLike) -> np.ndarray:
         """The learned representation h(x).
