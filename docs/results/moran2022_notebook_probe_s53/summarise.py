@@ -57,7 +57,8 @@ PAPER_STD_T2 = {
     "VSC": (0.6, 0.3, 0.2),
 }
 PAT = re.compile(
-    r"^(table\w+) K=\d+(?: sigma=([\d.]+))? split (\d) (\S+) variant=\[(.*?)\] nll=([\d.]+)"
+    r"^(table\w+) K=\d+(?: sigma=([\d.]+))? split (\d) (\S+) "
+    r"variant=\[(.*?)\] nll=([\d.]+)"
     r"(?: p>0.5=([\d.]+))?"
 )
 
@@ -86,7 +87,8 @@ def paired(new: dict, ref: dict, variant: str, sigma: str) -> str:
     d = a - b
     return (
         f"{a.mean():.2f} ± {a.std():.2f} against {b.mean():.2f} ± {b.std():.2f}; "
-        f"paired {d.mean():+.2f} ± {d.std(ddof=1):.2f} ({(d < 0).sum()}/{len(d)} lower); "
+        f"paired {d.mean():+.2f} ± {d.std(ddof=1):.2f} "
+        f"({(d < 0).sum()}/{len(d)} lower); "
         f"mask share > 0.5: {pa.mean():.3f} against {pb.mean():.3f} ({len(d)} splits)"
     )
 
@@ -97,7 +99,8 @@ def table2() -> None:
     nmf = read(S52 / "nmf.txt", "NMF")
     print("## Table 2 (authors' test documents, their loss and input), SVAE_KL1overK")
     print(
-        "lambda0 5, lambda1 0.01 (the notebook's) against 10, 1 (identrep's), per shift:"
+        "lambda0 5, lambda1 0.01 (the notebook's) against 10, 1 (identrep's), "
+        "per shift:"
     )
     for i, (name, sigma, _) in enumerate(SHIFTS):
         print(f"- {name}: {paired(new, ref, 'lambda0=5 lambda1=0.01', sigma)}")
@@ -113,7 +116,8 @@ def table1b() -> None:
     ref = read(S52 / "table1b_exact_counts.txt")
     print("## Table 1b, SVAE_KL1overK (standardised counts, exact loss)")
     print(
-        f"lambda0 5, lambda1 0.01 against 10, 1: {paired(new, ref, 'lambda0=5 lambda1=0.01', '')}"
+        "lambda0 5, lambda1 0.01 against 10, 1: "
+        + paired(new, ref, "lambda0=5 lambda1=0.01", "")
     )
     grid = read(HERE / "table1b_grid_split0.txt")
     base = ref[("", "", 0)]
@@ -173,7 +177,8 @@ def table1a() -> None:
             r_new = 100 * np.mean([v for k, v in rec.items() if k[0] == variant])
             print(f"- {model} [{variant}]: {line.split('; mask')[0]}")
             print(
-                f"  beyond NMF's gap from the paper's row: {mean - nmf - paper_gap:+.2f}; "
+                "  beyond NMF's gap from the paper's row: "
+                f"{mean - nmf - paper_gap:+.2f}; "
                 f"same-rows Recall@5 x100 {r_new:.2f}, paired {np.mean(r):+.2f} ± "
                 f"{np.std(r, ddof=1):.2f}"
             )
@@ -215,7 +220,7 @@ def notebook() -> None:
         pstd = PAPER_STD_T2["beta-VAE" if row.startswith("VAE") else row]
         cells = ", ".join(
             f"{m:.2f} ± {s:.2f} (paper {p} ± {ps}; {m - p:+.2f})"
-            for m, s, p, ps in zip(means, stds, paper, pstd)
+            for m, s, p, ps in zip(means, stds, paper, pstd, strict=True)
         )
         print(f"- Table 2 {row}: {cells}")
     m, s = NOTEBOOK_T1B_VSC
@@ -236,7 +241,8 @@ def notebook() -> None:
         print(
             f"- Table 2 {name}: VSC - VAE paper {paper:+.2f}, notebook {nb:+.2f} "
             f"(its VSC against its VAE file), ours VSC_KL1overK - VAE_KL1overK "
-            f"{ours:+.2f}: ours - paper {ours - paper:+.2f}, ours - notebook {ours - nb:+.2f}"
+            f"{ours:+.2f}: ours - paper {ours - paper:+.2f}, "
+            f"ours - notebook {ours - nb:+.2f}"
         )
     vsc = stored_means("moran2022_table1b", "VSC_KL1overK")
     vae = stored_means("moran2022_table1b", "VAE_KL1overK")
@@ -248,7 +254,8 @@ def notebook() -> None:
     )
     print(
         f"- Table 1b: VSC - NMF paper {PAPER_T1B['VSC'] - PAPER_T1B['NMF']:+.2f}, "
-        f"notebook VSC - paper NMF {m - PAPER_T1B['NMF']:+.2f}, ours VSC_KL1overK - NMF "
+        f"notebook VSC - paper NMF {m - PAPER_T1B['NMF']:+.2f}, "
+        "ours VSC_KL1overK - NMF "
         f"{vsc - nmf:+.2f}"
     )
 
