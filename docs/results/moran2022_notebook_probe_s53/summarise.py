@@ -205,6 +205,58 @@ def table1a() -> None:
     print()
 
 
+def table1a_rows() -> None:
+    """Every network row at about 200 steps (34 epochs at batch 100), its distance
+    to VAE_KL1overK beside the paper's distance to its VAE."""
+    print("## Table 1a, the rows at 34 epochs (K = 50 unless named), means")
+    paper = {
+        "SVAE_KL1overK": 170.9,
+        "BetaVAE_KLbetaoverK": 178.2,
+        "VSC_KL1overK": 192.2,
+    }
+    paper["NMF"], paper["VAE_KL1overK"] = 198.6, 175.9
+    cells = {}
+    for f in ("table1a_k50_e34.txt", "table1a_e34_more.txt"):
+        for model in ("VAE_KL1overK", "SVAE_KL1overK", "VSC_KL1overK"):
+            for (variant, _, _), (nll, _) in read(HERE / f, model).items():
+                key = model if "n_latents=50" in variant else f"{model} (K = 30)"
+                cells.setdefault(key, []).append(nll)
+        for _key, (nll, _) in read(HERE / f, "BetaVAE_KLbetaoverK").items():
+            cells.setdefault("BetaVAE_KLbetaoverK", []).append(nll)
+    runs = pd.read_csv(RESULTS / "moran2022_table1a" / "results.csv")
+    cells["NMF"] = list(runs.loc[runs["model"] == "NMF", "nll"])
+    base = np.mean(cells["VAE_KL1overK"])
+    for key, values in sorted(cells.items(), key=lambda kv: np.mean(kv[1])):
+        mean = np.mean(values)
+        ref = paper.get(key)
+        tail = f"; paper {ref - paper['VAE_KL1overK']:+.2f}" if ref else ""
+        print(
+            f"- {key}: {mean:.2f} ({len(values)} fits), to VAE_KL1overK "
+            f"{mean - base:+.2f}{tail}"
+        )
+    print()
+
+
+def table2_epochs() -> None:
+    """VAE_KL1overK (authors' test documents, loss and input) by epoch budget."""
+    print("## Table 2, VAE_KL1overK by epochs (authors' test documents, loss, input)")
+    cells = read(HERE / "table2_vae_epochs.txt", "VAE_KL1overK")
+    nmf = read(S52 / "nmf.txt", "NMF")
+    for i, (name, sigma, _) in enumerate(SHIFTS):
+        nmf_mean = np.mean([v[0] for k, v in nmf.items() if k[1] == sigma])
+        paper_gap = PAPER_T2["VAE"][i] - PAPER_T2["NMF"][i]
+        parts = []
+        for epochs in (5, 10, 20, 30, 50):
+            variant = "" if epochs == 50 else f"max_epochs={epochs}"
+            v = [c[0] for k, c in cells.items() if k[0] == variant and k[1] == sigma]
+            parts.append(
+                f"{epochs}: {np.mean(v):.2f} ± {np.std(v):.2f} "
+                f"(beyond NMF's gap {np.mean(v) - nmf_mean - paper_gap:+.2f})"
+            )
+        print(f"- {name}: " + "; ".join(parts))
+    print()
+
+
 def stored_means(folder: str, model: str, sigma_pct: int | None = None) -> float:
     runs = pd.read_csv(RESULTS / folder / "results.csv")
     runs = runs[runs["model"] == model]
@@ -264,4 +316,6 @@ if __name__ == "__main__":
     table2()
     table1b()
     table1a()
+    table1a_rows()
+    table2_epochs()
     notebook()
